@@ -1,0 +1,56 @@
+"""Oloproof's public API: what users, third-party plugins and the builtin plugins import.
+
+Everything here is re-exported from the engine in ``oloproof_core``; import from ``oloproof``
+only, never from ``oloproof_core``.
+"""
+
+from oloproof_core import stats
+from oloproof_core.errors import ArtifactError, ConfigError, EvaluationError, OloproofError, PluginError
+from oloproof_core.hookspecs import hookimpl
+from oloproof_core.model import (
+    Case,
+    Context,
+    ContextItem,
+    DroppedItem,
+    Execution,
+    Judgment,
+    Passage,
+    Retrieval,
+    Summary,
+    SystemContext,
+    select,
+)
+from oloproof_core.recording import Recorder, SystemInfo, current_case, source_fingerprint, system
+from oloproof_core.registry import Registry
+from oloproof_core.identity import canonical, digest
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArtifactError",
+    "Case",
+    "ConfigError",
+    "Context",
+    "ContextItem",
+    "DroppedItem",
+    "EvaluationError",
+    "Execution",
+    "Judgment",
+    "OloproofError",
+    "Passage",
+    "PluginError",
+    "Recorder",
+    "Registry",
+    "Retrieval",
+    "Summary",
+    "SystemContext",
+    "SystemInfo",
+    "canonical",
+    "current_case",
+    "digest",
+    "hookimpl",
+    "source_fingerprint",
+    "stats",
+    "select",
+    "system",
+]

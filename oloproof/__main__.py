@@ -1,0 +1,3 @@
+from oloproof_core.cli import main
+
+main()

@@ -1,0 +1,223 @@
+"""The ``oloproof`` command. Parses arguments, calls the engine, maps errors to exit codes.
+
+Heavy modules (scipy, httpx, the plugins) are imported only by the commands that need them, so
+``oloproof --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import ExitCode, OloproofError
+
+
+def _echo(lines) -> None:
+    click.echo("\n".join(lines))
+
+
+class Project:
+    """The project a command works on: its config file, plugins and store, opened lazily."""
+
+    def __init__(self, config: str | None):
+        self.config_path = Path(config or "oloproof.yaml")
+        self.dir = self.config_path.resolve().parent
+        self._skeleton = None
+        self._plugins = None
+        self._store = None
+
+    def skeleton(self):
+        from .suite import load_skeleton
+
+        if self._skeleton is None:
+            self._skeleton = load_skeleton(self.config_path)
+        return self._skeleton
+
+    @property
+    def plugins(self):
+        if self._plugins is None:
+            from .plugins import Plugins, disabled_from_env, make_plugin_manager
+
+            disabled = disabled_from_env()
+            if self.config_path.is_file():
+                disabled += self.skeleton()[1].disable_plugins
+            self._plugins = Plugins(make_plugin_manager(disabled=disabled))
+        return self._plugins
+
+    @property
+    def store(self):
+        if self._store is None:
+            from .suite import _options
+
+            store_type, data = "local", {}
+            if self.config_path.is_file():
+                doc, skeleton = self.skeleton()
+                data = dict(skeleton.store)
+                store_type = data.pop("type", "local")
+            else:
+                doc = None
+            entry = self.plugins.stores.get(store_type)
+            options = _options(doc, entry, data, ("store",), f"store {store_type!r}") if doc else None
+            self._store = entry.factory(options, self.dir)
+        return self._store
+
+
+config_option = click.option("--config", "config", metavar="FILE", default=None,
+                             help="The suite's config file (default: oloproof.yaml in this directory).")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="oloproof")
+def cli() -> None:
+    """Evaluate a RAG or LLM system: run a suite, gate a release, compare runs, diagnose failures."""
+
+
+@cli.command()
+@config_option
+def run(config: str | None) -> None:
+    """Run the suite, print metrics with intervals, and decide the gate."""
+    from .report import render_run
+    from .runner import run_suite
+    from .suite import load_suite
+
+    project = Project(config)
+    doc, skeleton = project.skeleton()
+    suite = load_suite(project.config_path, project.plugins, doc, skeleton)
+    outcome = run_suite(suite, project.plugins, project.store)
+    _echo(render_run(outcome, suite.min_slice_support))
+    sys.exit(int(outcome.exit_code))
+
+
+@cli.command()
+@click.argument("run_or_object_id")
+@click.option("--failures", is_flag=True, help="List the cases that failed, errored or did not finish.")
+@click.option("--case", "case_id", metavar="ID", help="Show one case: input, expected, output, judgments.")
+@config_option
+def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: str | None) -> None:
+    """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
+    from .report import render_case, render_failures
+
+    store = Project(config).store
+    if run_or_object_id.startswith("sha256:"):
+        object_id, kind, record = store.get_object(run_or_object_id)
+        _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
+        return
+    run_id = store.resolve_run(run_or_object_id)
+    header, summary = store.get_run(run_id)
+    records = list(store.run_cases(run_id))
+    if case_id is not None:
+        found = [r for r in records if r["id"] == case_id]
+        if not found:
+            raise OloproofError(f"run {run_id} has no case {case_id!r}",
+                                fix="list its failing cases with --failures")
+        _echo(render_case(found[0]))
+    elif failures:
+        _echo(render_failures(records))
+    else:
+        _echo([f"Run {run_id} [{summary['state']}]",
+               f"System: {header['system']['name']} {header['system']['version']}",
+               f"Cases: {len(records)}", f"Gate: {summary['gate'] or 'none'}"]
+              + [f"{name}: {m['cells'][0]} {m['cells'][1]} · {m['cells'][2]}" for name, m in summary["metrics"].items()])
+
+
+@cli.command()
+@click.argument("run_id")
+@config_option
+def export(run_id: str, config: str | None) -> None:
+    """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json."""
+    import os
+    import tempfile
+
+    project = Project(config)
+    store = project.store
+    run_id = store.resolve_run(run_id)
+    header, summary = store.get_run(run_id)
+    folder = project.dir / ".oloproof" / "bundles" / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cases-", suffix=".jsonl")
+    count = 0
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        for record in store.run_cases(run_id):
+            case = record["case"]
+            line = {"id": record["id"], "input": case["input"], "expected": case["expected"],
+                    "metadata": case["metadata"], "output": record.get("output"),
+                    "artifacts": record.get("artifacts", {}), "judgments": record["judgments"]}
+            if "missing" in record:
+                line["missing"] = record["missing"]
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+            count += 1
+    os.replace(tmp, folder / "cases.jsonl")
+    (folder / "run.json").write_text(json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True)
+                                     + "\n", encoding="utf-8")
+    click.echo(f"Exported {count} cases of {run_id} to {folder.relative_to(project.dir)}/cases.jsonl")
+
+
+@cli.command()
+@config_option
+def runs(config: str | None) -> None:
+    """List the runs stored in this project."""
+    from .report import table
+
+    headers = Project(config).store.list_runs()
+    if not headers:
+        click.echo("No runs yet; start one with `oloproof run`.")
+        return
+    _echo(table(["run", "created", "state", "system", "cases"],
+                [[h["id"], h["created"], h["state"], f"{h['system']['name']} {h['system']['version']}",
+                  str(h["cases"])] for h in headers]))
+
+
+@cli.command()
+@click.option("--example", "example", required=True, metavar="NAME", help="The bundled example to copy.")
+@click.argument("directory", type=click.Path(file_okay=False))
+def init(example: str, directory: str) -> None:
+    """Copy a bundled example project into DIRECTORY."""
+    import shutil
+    from importlib.resources import as_file, files
+
+    root = files("oloproof_examples")
+    names = sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "oloproof.yaml").is_file())
+    if example not in names:
+        raise OloproofError(f"no example {example!r}", fix=f"use one of: {', '.join(names)}")
+    target = Path(directory)
+    if target.exists() and any(target.iterdir()):
+        raise OloproofError(f"{directory} already exists and is not empty", fix="choose a new directory")
+    with as_file(root / example) as source:
+        shutil.copytree(source, target, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", ".oloproof", "*.pyc"))
+    click.echo(f"Created {directory} from the {example} example. Next: cd {directory} && oloproof run")
+
+
+@cli.command()
+@config_option
+def plugins(config: str | None) -> None:
+    """List every discovered plugin, what it provides, and its distribution."""
+    from .report import table
+
+    rows = Project(config).plugins.listing()
+    _echo(table(["plugin", "provides", "distribution"],
+                [[r["plugin"], ", ".join(r["provides"]) or "hooks: " + ", ".join(r["hooks"]),
+                  f"{r['distribution']} {r['version']}".strip()] for r in rows]))
+
+
+def main() -> None:
+    """Entry point: run the command; user errors print one line and exit 2."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(ExitCode.USAGE)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    except OloproofError as exc:
+        click.echo(f"error: {exc.render()}", err=True)
+        sys.exit(ExitCode.USAGE)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(ExitCode.INTERRUPTED)

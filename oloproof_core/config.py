@@ -1,0 +1,224 @@
+"""YAML and JSONL -> frozen objects: the loader, the strict converter, and located errors."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import cattrs
+from attrs import field, fields, frozen, has
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+
+from .errors import ConfigError
+from .model import Case
+
+Path_ = tuple  # a YAML path: keys and indices
+
+
+def yaml_path(path: Sequence) -> str:
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+class Document:
+    """A loaded YAML file: plain data, plus the line and column of every node for messages."""
+
+    def __init__(self, path: Path, tree: Any):
+        self.path, self.tree = path, tree
+        self.data = _plain(tree)
+
+    @classmethod
+    def load(cls, path: Path) -> Document:
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import MarkedYAMLError
+
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"no such file {path.name}", where=str(path),
+                              fix="create it, or pass another file with --config") from None
+        try:
+            tree = YAML(typ="rt").load(text)
+        except MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = f"{path.name}:{mark.line + 1}:{mark.column + 1}" if mark else path.name
+            raise ConfigError(f"invalid YAML: {exc.problem or exc.context}", where=where,
+                              fix="check the indentation and quoting on that line") from None
+        return cls(path, tree if tree is not None else {})
+
+    def where(self, path: Sequence = ()) -> str:
+        """``file:line:col: $.yaml.path`` of the deepest node of ``path`` that exists."""
+        line, col, node = 1, 1, self.tree
+        for part in path:
+            lc = getattr(node, "lc", None)
+            try:
+                if lc is not None:
+                    pos = lc.key(part) if isinstance(part, str) else lc.item(part)
+                    line, col = pos[0] + 1, pos[1] + 1
+                node = node[part]
+            except (KeyError, IndexError, TypeError, AttributeError):
+                break
+        return f"{self.path.name}:{line}:{col}: {yaml_path(path)}"
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if isinstance(node, str):
+        return str(node)
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    return node
+
+
+# -- the converter ---------------------------------------------------------------------------
+
+
+def _describe(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _strict_str(value: Any, _: type) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"expected a string, got {_describe(value)}", fix="quote the value")
+    return value
+
+
+def _strict_int(value: Any, _: type) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"expected an integer, got {_describe(value)}", fix="write a whole number")
+    return value
+
+
+def _strict_float(value: Any, _: type) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"expected a number, got {_describe(value)}", fix="write a number such as 0.95")
+    return float(value)
+
+
+def _strict_bool(value: Any, _: type) -> bool:
+    if not isinstance(value, bool):
+        note = " (YAML 1.2 reads yes/no/on/off as strings)" if isinstance(value, str) else ""
+        raise ConfigError(f"expected true or false, got {_describe(value)}{note}", fix="write true or false")
+    return value
+
+
+def make_converter() -> cattrs.Converter:
+    """The one converter: extra keys forbidden, scalars never coerced."""
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    for cls, hook in ((str, _strict_str), (int, _strict_int), (float, _strict_float), (bool, _strict_bool)):
+        converter.register_structure_hook(cls, hook)
+    return converter
+
+
+CONVERTER = make_converter()
+
+
+def _flatten(exc: BaseException, path: tuple) -> list[tuple[tuple, BaseException]]:
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return [(path + (key,), exc) for key in sorted(exc.extra_fields)]
+    if isinstance(exc, (ClassValidationError, IterableValidationError)):
+        out = []
+        if isinstance(exc, ClassValidationError):
+            pairs = exc.group_exceptions()
+        else:
+            pairs = exc.group_exceptions()
+        for sub, note in pairs:
+            part = getattr(note, "name", None)
+            if part is None:
+                part = getattr(note, "index", None)
+            out += _flatten(sub, path + ((part,) if part is not None else ()))
+        return out
+    return [(path, exc)]
+
+
+def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, what: str = "") -> Any:
+    """Structure ``data`` into ``cls``, raising one ConfigError located at the first problem."""
+    try:
+        return CONVERTER.structure(data, cls)
+    except (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, ConfigError,
+            ValueError, TypeError) as exc:
+        problems = _flatten(exc, path)
+        at, err = problems[0]
+        where = doc.where(at) if doc else yaml_path(at)
+        if isinstance(err, ForbiddenExtraKeysError):
+            allowed = [f.name for f in fields(err.cl)] if has(err.cl) else []
+            close = difflib.get_close_matches(str(at[-1]), allowed, n=1)
+            fix = f"rename it to {close[0]!r}" if close else (
+                f"remove it; {what or 'this block'} accepts: {', '.join(allowed)}" if allowed else "remove it")
+            raise ConfigError(f"unknown key {at[-1]!r}", where=where, fix=fix) from None
+        if isinstance(err, ConfigError):
+            raise ConfigError(err.problem, where=where, fix=err.fix) from None
+        if isinstance(err, KeyError):
+            name = str(err.args[0]) if err.args else "?"
+            raise ConfigError(f"missing required key {name!r}", where=where,
+                              fix=f"add `{name}:` here") from None
+        raise ConfigError(f"invalid value: {err}", where=where) from None
+
+
+# -- cases -----------------------------------------------------------------------------------
+
+_CASE_KEYS = ("id", "input", "expected", "metadata")
+
+
+def load_cases(path: Path) -> list[Case]:
+    """Read a JSONL case file: one object a line, ``id`` unique, ``input`` an object."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"no such case file {path.name}", where=str(path),
+                          fix="create it, or point `cases:` in oloproof.yaml at the right file") from None
+    cases: list[Case] = []
+    first_line: dict[str, int] = {}
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{path.name}:{number}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=where,
+                                  fix="write one JSON object per line") from None
+            if not isinstance(obj, dict):
+                raise ConfigError(f"expected a JSON object, got {type(obj).__name__}", where=where,
+                                  fix='write one object per line: {"id": ..., "input": {...}}')
+            for key in obj:
+                if key not in _CASE_KEYS:
+                    close = difflib.get_close_matches(key, _CASE_KEYS, n=1)
+                    raise ConfigError(f"$.{key}: unknown field {key!r}", where=where,
+                                      fix=f"rename it to {close[0]!r}" if close else
+                                      f"a case has only {', '.join(_CASE_KEYS)}; put extra data in metadata")
+            case_id = obj.get("id")
+            if "id" not in obj:
+                raise ConfigError("$.id: missing case id", where=where, fix='add "id": "<unique name>"')
+            if not isinstance(case_id, str) or not case_id:
+                raise ConfigError(f"$.id: expected a non-empty string, got {_describe(case_id)}", where=where,
+                                  fix="quote the id")
+            if case_id in first_line:
+                raise ConfigError(f"$.id: duplicate case id {case_id!r} (first on line {first_line[case_id]})",
+                                  where=where, fix="give every case its own id")
+            if "input" not in obj:
+                raise ConfigError("$.input: missing input", where=where,
+                                  fix='add "input": {...}, the object passed to the system')
+            for key in ("input", "expected", "metadata"):
+                if key in obj and not isinstance(obj[key], dict):
+                    raise ConfigError(f"$.{key}: expected a JSON object, got {_describe(obj[key])}",
+                                      where=where, fix=f'write "{key}": {{...}}')
+            first_line[case_id] = number
+            cases.append(Case(id=case_id, input=obj["input"], expected=obj.get("expected", {}),
+                              metadata=obj.get("metadata", {}), source=where))
+    if not cases:
+        raise ConfigError("the case file has no cases", where=path.name, fix="add one JSON object per line")
+    return cases

@@ -1,0 +1,146 @@
+"""The gate: a written policy's rules decided on a run's metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import field, frozen
+
+from .config import Document, structure
+from .errors import ConfigError, ExitCode
+from .model import Judgment, Metric
+
+VERDICTS = ("PASS", "FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW")
+RUN_RULE_KINDS = ("interval", "observed_count")
+
+
+@frozen(kw_only=True)
+class Rule:
+    id: str
+    metric: str
+    kind: str = "interval"
+    min: float | None = None
+    max: float | None = None
+    max_failures: int | None = None
+    margin: float | None = None
+
+
+@frozen(kw_only=True)
+class Policy:
+    """A gate policy: which verdicts block, at which confidence level, and the rules."""
+
+    version: int
+    confidence_level: float = 0.95
+    block_on: list[str] = field(factory=lambda: ["FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW"])
+    rules: list[Rule] = field(factory=list)
+    where: dict = field(factory=dict, eq=False)  # rule id -> "file:line:col: $.rules[i]"
+
+    def check_metrics(self, metrics: Mapping[str, Any], kinds: Sequence[str] = RUN_RULE_KINDS) -> None:
+        """Every rule names a criterion of the suite and a kind this command decides."""
+        for rule in self.rules:
+            if rule.metric not in metrics:
+                raise ConfigError(f"rule {rule.id!r} names metric {rule.metric!r}, which no evaluator defines",
+                                  where=self.where.get(rule.id),
+                                  fix=f"use one of: {', '.join(metrics)}")
+            if rule.kind not in kinds:
+                raise ConfigError(f"rule {rule.id!r} has kind {rule.kind!r}, which this command does not decide",
+                                  where=self.where.get(rule.id), fix=f"use one of: {', '.join(kinds)}")
+
+
+def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Policy:
+    """A policy inline (a mapping) or in a file (a path relative to the project)."""
+    if isinstance(value, str):
+        doc = Document.load(project_dir / value)
+        value, path = doc.data, ()
+    if not isinstance(value, dict):
+        raise ConfigError("expected a policy file name or a mapping", where=doc.where(path),
+                          fix="write `policy: policy.yaml` or an inline mapping with version and rules")
+    policy = structure(doc, value, Policy, path, what="a policy")
+    where = {}
+    for i, rule in enumerate(policy.rules):
+        at = path + ("rules", i)
+        if rule.id in where:
+            raise ConfigError(f"rule id {rule.id!r} is used twice", where=doc.where(at), fix="give each rule its own id")
+        where[rule.id] = doc.where(at)
+        if rule.kind == "interval" and rule.min is None and rule.max is None:
+            raise ConfigError(f"rule {rule.id!r} has neither min nor max", where=doc.where(at),
+                              fix="add `min: 0.7` (or max), or `kind: observed_count` with max_failures")
+        if rule.kind == "observed_count" and rule.max_failures is None:
+            raise ConfigError(f"rule {rule.id!r} of kind observed_count needs max_failures",
+                              where=doc.where(at), fix="add `max_failures: 0`")
+        for bound in ("min", "max"):
+            value_ = getattr(rule, bound)
+            if value_ is not None and not 0.0 <= value_ <= 1.0 and rule.kind == "interval":
+                raise ConfigError(f"{bound} must be a fraction between 0 and 1, got {value_}",
+                                  where=doc.where(at + (bound,)), fix=f"write {bound}: 0.70 for 70%")
+    if not 0.0 < policy.confidence_level < 1.0:
+        raise ConfigError(f"confidence_level must be between 0 and 1, got {policy.confidence_level}",
+                          where=doc.where(path + ("confidence_level",)), fix="write confidence_level: 0.95")
+    for i, verdict in enumerate(policy.block_on):
+        if verdict not in VERDICTS:
+            raise ConfigError(f"unknown verdict {verdict!r}", where=doc.where(path + ("block_on", i)),
+                              fix=f"use any of: {', '.join(VERDICTS)}")
+    if policy.version != 1:
+        raise ConfigError(f"unsupported policy version {policy.version}", where=doc.where(path + ("version",)),
+                          fix="write version: 1")
+    return Policy(version=policy.version, confidence_level=policy.confidence_level, block_on=policy.block_on,
+                  rules=policy.rules, where=where)
+
+
+@frozen(kw_only=True)
+class Decision:
+    rule: str
+    metric: str
+    verdict: str
+    reason: str
+
+
+def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confidence: float) -> Decision:
+    """One rule on one criterion's judgments.
+
+    A missing case never helps a rule pass: an interval rule passes only if it would pass with
+    every missing case counted at the worst value, and fails only if it would fail with every
+    missing case at the best; an observed_count rule counts missing cases as possible failures.
+    """
+    values = [j.value for j in judgments if j.observed]
+    missing = sum(1 for j in judgments if j.status == "missing")
+    make = lambda verdict, reason: Decision(rule=rule.id, metric=rule.metric, verdict=verdict, reason=reason)  # noqa: E731
+    if rule.kind == "observed_count":
+        failures = sum(1 for j in judgments if j.status == "fail")
+        if failures > rule.max_failures:
+            return make("FAIL", "observed_failures_exceed_limit")
+        if failures + missing > rule.max_failures:
+            return make("INSUFFICIENT_EVIDENCE", "missing_cases_could_exceed_limit")
+        return make("PASS", "observed_failures_within_limit")
+    if not values:
+        return make("INSUFFICIENT_EVIDENCE", "no_observed_cases")
+    worst_low, _ = metric.interval(values + [0.0] * missing, confidence)
+    _, best_high = metric.interval(values + [1.0] * missing, confidence)
+    low, high = metric.interval(values, confidence) if missing else (worst_low, best_high)
+    if rule.min is not None:
+        if best_high < rule.min:
+            return make("FAIL", "interval_below_minimum")
+        if worst_low < rule.min:
+            reason = "missing_cases_could_change_it" if low >= rule.min else "interval_overlaps_threshold"
+            return make("INSUFFICIENT_EVIDENCE", reason)
+    if rule.max is not None:
+        worst_high = metric.interval(values + [1.0] * missing, confidence)[1]
+        best_low = metric.interval(values + [0.0] * missing, confidence)[0]
+        if best_low > rule.max:
+            return make("FAIL", "interval_above_maximum")
+        if worst_high > rule.max:
+            reason = "missing_cases_could_change_it" if high <= rule.max else "interval_overlaps_threshold"
+            return make("INSUFFICIENT_EVIDENCE", reason)
+    return make("PASS", "interval_within_threshold")
+
+
+def gate(decisions: Sequence[Decision], block_on: Sequence[str]) -> tuple[str, ExitCode]:
+    """``("PASS", 0)``, or ``("BLOCK", 1)`` when a blocking rule FAILed, else ``("BLOCK", 3)``."""
+    blocking = [d for d in decisions if d.verdict in block_on]
+    if not blocking:
+        return "PASS", ExitCode.OK
+    if any(d.verdict == "FAIL" for d in blocking):
+        return "BLOCK", ExitCode.FAIL
+    return "BLOCK", ExitCode.BLOCKED

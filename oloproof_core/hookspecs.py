@@ -1,0 +1,126 @@
+"""Hook specifications: signatures and docstrings, no logic.
+
+Three kinds of hook: **register** hooks fill a :class:`~oloproof_core.registry.Registry`,
+**resolve** hooks (``firstresult``) answer "who handles this?", and **notify** hooks observe a run.
+Hooks are called with keyword arguments; an implementation may accept any subset of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("oloproof")
+hookimpl = pluggy.HookimplMarker("oloproof")
+
+
+@hookspec
+def oloproof_register_systems(registry: Any) -> None:
+    """Add system kinds that a suite selects with a key under ``system:`` (``callable:``, ``http:``).
+
+    :param registry: call ``registry.add(name, factory, options=Options, shorthand="field")``
+        once per kind. The runner calls ``factory(options, context)`` with a
+        :class:`~oloproof_core.model.SystemContext` and expects a
+        :class:`~oloproof_core.model.System`. ``shorthand`` names the option a plain YAML
+        string fills (``callable: app:run``).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def oloproof_register_evaluators(registry: Any) -> None:
+    """Add evaluators that a suite selects with ``type: <name>``.
+
+    :param registry: call ``registry.add(name, factory, options=Options)`` once per evaluator.
+        The suite's keys beside ``type`` structure into ``Options``; ``factory(options)``
+        returns an :class:`~oloproof_core.model.Evaluator` with ``criterion`` and ``metric``.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def oloproof_register_metrics(registry: Any) -> None:
+    """Add metrics: how the judgments of one criterion become an estimate with an interval.
+
+    :param registry: call ``registry.add(name, factory)``; ``factory()`` returns a
+        :class:`~oloproof_core.model.Metric`. Evaluators name the metric they need
+        (``proportion`` for pass/fail, ``mean`` for bounded scores).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def oloproof_register_interventions(registry: Any) -> None:
+    """Add interventions that ``oloproof diagnose --intervention NAME`` applies to failed cases.
+
+    :param registry: call ``registry.add(name, factory, options=Options)``. ``factory(options)``
+        returns an object whose ``apply(system, case, execution)`` re-executes one case under the
+        intervention, beside a control that re-executes it unchanged.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def oloproof_register_slices(registry: Any) -> None:
+    """Add slices that group cases in the exploratory slice table (``slices: [metadata.topic]``).
+
+    :param registry: call ``registry.add(name, factory)``. A suite entry ``name.argument``
+        calls ``factory(argument)`` (``metadata.topic`` -> ``factory("topic")``); a bare ``name``
+        calls ``factory(None)``. The result is a :class:`~oloproof_core.model.Slice`; its
+        optional ``check(system)`` raises ConfigError when the slice cannot apply to that system.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def oloproof_register_stores(registry: Any) -> None:
+    """Add stores that keep runs, caches and diagnoses (``store: {type: <name>}``).
+
+    :param registry: call ``registry.add(name, factory, options=Options)``;
+        ``factory(options, project_dir)`` returns a store (see ``oloproof_local`` for the
+        contract: runs, execution and judgment caches, content-addressed objects).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def oloproof_register_artifacts(registry: Any) -> None:
+    """Add typed, versioned artifact types that systems record (``retrieval/v1``).
+
+    :param registry: call ``registry.add("name/vN", factory)``; ``factory()`` returns an object
+        with ``to_data(value) -> dict`` (validates a recorded value, raising ArtifactError) and
+        ``from_data(data) -> value`` (structures plain data, e.g. from an HTTP response).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def oloproof_run_started(run: Any) -> None:
+    """Called once before the first case of a run executes. ``run`` is the run's header record.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def oloproof_case_finished(run: Any, case: Any, execution: Any, judgments: Any) -> None:
+    """Called in case order after every case of a run has been executed and judged.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def oloproof_run_finished(run: Any, summary: Any) -> None:
+    """Called once after a run is stored, with its summary record (metrics, gate, caches).
+
+    .. versionadded:: 0.1
+    """

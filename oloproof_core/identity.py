@@ -1,0 +1,30 @@
+"""Content identities: canonical JSON and its sha256, for cache keys and content ids."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from attrs import asdict, has
+
+
+def _default(value: Any) -> Any:
+    if has(type(value)):
+        return asdict(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def canonical(data: Any) -> str:
+    """The canonical JSON of plain data: sorted keys, no whitespace, UTF-8 kept."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+
+
+def digest(data: Any) -> str:
+    """sha256 hex of the canonical JSON of ``data``."""
+    return hashlib.sha256(canonical(data).encode("utf-8")).hexdigest()

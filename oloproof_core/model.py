@@ -1,0 +1,268 @@
+"""The data model: frozen records and the protocols plugins implement.
+
+Serialisation lives in the stores and in ``config.py``; this module only defines values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from attrs import field, frozen
+
+from .errors import ArtifactError
+
+JSON = Any  # a value json.dumps accepts
+
+
+def _tuple(value: Any) -> tuple:
+    return tuple(value)
+
+
+# -- the case and its results -------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class Case:
+    """One case of a suite: ``input`` goes to the system, ``expected`` to the evaluators."""
+
+    id: str
+    input: Mapping[str, JSON]
+    expected: Mapping[str, JSON] = field(factory=dict)
+    metadata: Mapping[str, JSON] = field(factory=dict)
+    source: str = ""  # "cases.jsonl:7", for messages
+
+    def to_data(self) -> dict:
+        return {"id": self.id, "input": self.input, "expected": self.expected, "metadata": self.metadata}
+
+
+@frozen(kw_only=True)
+class Execution:
+    """What one execution of the system produced for a case.
+
+    ``artifacts`` maps an artifact type (``retrieval/v1``) to the plain records of that type, in
+    the order they were recorded. ``missing`` is set, with a reason, when the case produced no
+    output (an error, a timeout, an interrupt).
+    """
+
+    output: JSON = None
+    artifacts: Mapping[str, tuple[Mapping[str, JSON], ...]] = field(factory=dict)
+    missing: str | None = None
+    seconds: float = 0.0
+    stages: Mapping[str, str] = field(factory=dict)  # stage name -> "hit" | "miss", for staged systems
+
+    def to_data(self) -> dict:
+        data: dict = {"output": self.output, "artifacts": {k: list(v) for k, v in self.artifacts.items()}}
+        if self.missing is not None:
+            data["missing"] = self.missing
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> Execution:
+        artifacts = {k: tuple(v) for k, v in data.get("artifacts", {}).items()}
+        return cls(output=data.get("output"), artifacts=artifacts, missing=data.get("missing"))
+
+
+Status = Literal["pass", "fail", "score", "excluded", "missing"]
+
+
+@frozen(kw_only=True)
+class Judgment:
+    """One evaluator's verdict on one case.
+
+    ``pass``/``fail`` carry 1.0/0.0 (a proportion metric), ``score`` a value in the evaluator's
+    range (a mean metric); ``excluded`` means the evaluator does not apply (with a reason) and
+    ``missing`` that there was nothing to judge (with a reason).
+    """
+
+    status: Status
+    value: float | None = None
+    reason: str | None = None
+    detail: Mapping[str, JSON] = field(factory=dict)
+
+    @classmethod
+    def passed(cls, reason: str | None = None, **detail: JSON) -> Judgment:
+        return cls(status="pass", value=1.0, reason=reason, detail=detail)
+
+    @classmethod
+    def failed(cls, reason: str | None = None, **detail: JSON) -> Judgment:
+        return cls(status="fail", value=0.0, reason=reason, detail=detail)
+
+    @classmethod
+    def of(cls, ok: bool, reason: str | None = None, **detail: JSON) -> Judgment:
+        return cls.passed(reason, **detail) if ok else cls.failed(reason, **detail)
+
+    @classmethod
+    def score(cls, value: float, **detail: JSON) -> Judgment:
+        return cls(status="score", value=float(value), detail=detail)
+
+    @classmethod
+    def excluded(cls, reason: str) -> Judgment:
+        return cls(status="excluded", reason=reason)
+
+    @classmethod
+    def missing(cls, reason: str) -> Judgment:
+        return cls(status="missing", reason=reason)
+
+    @property
+    def observed(self) -> bool:
+        return self.status in ("pass", "fail", "score")
+
+    def to_data(self) -> dict:
+        data: dict = {"status": self.status}
+        if self.value is not None:
+            data["value"] = self.value
+        if self.reason is not None:
+            data["reason"] = self.reason
+        if self.detail:
+            data["detail"] = dict(self.detail)
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> Judgment:
+        return cls(status=data["status"], value=data.get("value"), reason=data.get("reason"),
+                   detail=data.get("detail", {}))
+
+
+@frozen(kw_only=True)
+class Summary:
+    """A metric over the cases of a run (or a slice): the estimate, its interval and the counts."""
+
+    metric: str  # the metric plugin that made it: "proportion", "mean"
+    value: float | None
+    low: float | None
+    high: float | None
+    observed: int
+    missing: int
+    excluded: int
+    successes: int | None = None  # proportions only
+    cells: tuple[str, str, str] = ("", "", "")  # value, interval, counts as printed
+
+
+# -- the RAG record types ------------------------------------------------------------------
+
+
+def _positive(instance: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ArtifactError(f"{attribute.name} must be a positive integer, got {value!r}")
+
+
+def _text(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise ArtifactError(f"{attribute.name} must be a non-empty string, got {value!r}")
+
+
+@frozen(kw_only=True)
+class Passage:
+    """A retrieved passage; its position is its place in ``Retrieval.candidates`` (from 1)."""
+
+    doc_id: str = field(validator=_text)
+    score: float | None = None
+    text: str | None = None
+    chunk_id: str | None = None
+
+
+@frozen(kw_only=True)
+class Retrieval:
+    """What the retriever returned for a query, in the retriever's own order."""
+
+    query: JSON
+    depth: int = field(validator=_positive)
+    candidates: tuple[Passage, ...] = field(default=(), converter=_tuple)
+
+
+@frozen(kw_only=True)
+class ContextItem:
+    """A passage that went into the context given to the model, at its retrieval position."""
+
+    doc_id: str = field(validator=_text)
+    position: int = field(validator=_positive)
+    tokens: int | None = None
+    text: str | None = None
+    chunk_id: str | None = None
+
+
+@frozen(kw_only=True)
+class DroppedItem:
+    """A retrieved passage left out of the context, and why (``top_k``, ``token_budget``, ...)."""
+
+    doc_id: str = field(validator=_text)
+    position: int = field(validator=_positive)
+    reason: str = field(validator=_text)
+    chunk_id: str | None = None
+
+
+@frozen(kw_only=True)
+class Context:
+    """The context given to the model: the items in, the items dropped, the budget."""
+
+    items: tuple[ContextItem, ...] = field(default=(), converter=_tuple)
+    dropped: tuple[DroppedItem, ...] = field(default=(), converter=_tuple)
+    token_budget: int | None = None
+    source: str = "retrieval"
+
+
+# -- the protocols plugins implement ------------------------------------------------------
+
+
+@runtime_checkable
+class System(Protocol):
+    """A system under test. ``identity`` keys the execution cache; ``execute`` runs one case.
+
+    A system may define ``async def aexecute(case, recorder)`` instead of ``execute``; the runner
+    then drives it on an event loop, at most ``concurrency`` cases at once.
+    """
+
+    name: str
+    version: str  # recorded version: declared version + code fingerprint
+    records: frozenset[str]
+    identity: Mapping[str, JSON]
+
+
+class Evaluator(Protocol):
+    """Judges one case: ``criterion`` names it, ``metric`` names the metric that summarises it."""
+
+    criterion: str
+    metric: str
+
+    def evaluate(self, case: Case, execution: Execution) -> Judgment: ...
+
+
+class Metric(Protocol):
+    """Summarises the judgments of one criterion with an interval at a confidence level."""
+
+    def summarize(self, judgments: Sequence[Judgment], confidence: float) -> Summary: ...
+
+    def interval(self, values: Sequence[float], confidence: float) -> tuple[float, float]: ...
+
+
+class Slice(Protocol):
+    """Groups cases for exploratory tables: ``key`` returns the group, or None to leave it out."""
+
+    name: str
+
+    def key(self, case: Case, execution: Execution) -> str | None: ...
+
+
+@frozen(kw_only=True)
+class SystemContext:
+    """What a system factory is told besides its options: the declared name and version."""
+
+    name: str
+    version: str
+    project_dir: Any  # pathlib.Path of the project (the config file's directory)
+
+
+def select(value: Any, path: str | None) -> Any:
+    """``value`` at a dotted path of nested objects (``evidence.retrieval``), or None if absent.
+
+    An integer part indexes a list (``sources.0.id``); an empty or None path is the value itself.
+    """
+    for part in path.split(".") if path else ():
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value

@@ -1,0 +1,355 @@
+"""The runner: cases -> system -> evaluators -> metrics -> gate -> store.
+
+Executions are looked up in the execution cache first; misses run concurrently (threads for a
+synchronous system, an event loop for an ``aexecute`` one) and are cached as they finish, so an
+interrupted or crashed run loses no finished case. Results are always reported in case order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Any
+
+from attrs import field, frozen
+
+from .errors import ArtifactError, ConfigError, ExitCode
+from .gate import Decision, decide_rule, gate
+from .identity import digest
+from .model import Case, Execution, Judgment, Summary
+from .plugins import Plugins
+from .recording import Recorder, call_with_recorder
+from .suite import Suite
+
+FLUSH_SECONDS = 0.5  # how often finished executions are written to the cache
+
+
+@frozen(kw_only=True)
+class CaseResult:
+    case: Case
+    execution: Execution
+    judgments: dict  # criterion -> Judgment
+
+
+@frozen(kw_only=True)
+class RunOutcome:
+    run_id: str
+    header: dict
+    results: list[CaseResult]
+    summaries: dict  # criterion -> Summary
+    slices: list[tuple[str, str, str, Summary | None]]  # slice, group, criterion, summary
+    decisions: list[Decision]
+    gate: str | None
+    exit_code: ExitCode
+    state: str  # "DECIDED/COMPLETE", ...
+    caches: dict = field(factory=dict)
+
+
+def new_run_id() -> str:
+    from ulid import ULID
+
+    return f"run_{ULID()}"
+
+
+def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugins: Plugins,
+                 seconds: float) -> Execution:
+    """Validate what the system recorded; a malformed or undeclared artifact stops the run."""
+    artifacts: dict[str, list] = {}
+    for kind, value in recorder.items:
+        if kind not in system.records:
+            declared = ", ".join(sorted(system.records)) or "nothing"
+            raise ArtifactError(f"case {case.id!r}: the system recorded {kind}, which it does not declare "
+                                f"(it declares {declared})",
+                                fix=f'add "{kind}" to records=(...) in @system, or stop recording it')
+        entry = plugins.artifacts.get(kind)
+        try:
+            data = entry.factory().to_data(value)
+        except ArtifactError as exc:
+            raise ArtifactError(f"case {case.id!r}: malformed {kind}: {exc.problem}", fix=exc.fix) from None
+        artifacts.setdefault(kind, []).append(data)
+    return Execution(output=output, artifacts={k: tuple(v) for k, v in artifacts.items()}, seconds=seconds)
+
+
+def _json_safe(output: Any, case: Case) -> Any:
+    from .identity import canonical
+
+    try:
+        canonical(output)
+    except (TypeError, ValueError) as exc:
+        raise ArtifactError(f"case {case.id!r}: the system returned a value that is not JSON: {exc}",
+                            fix="return dicts, lists, strings, numbers, booleans or None") from None
+    return output
+
+
+class Executor:
+    """Runs the cache misses of one run and hands each finished execution to ``done``."""
+
+    def __init__(self, suite: Suite, plugins: Plugins):
+        self.suite, self.plugins, self.system = suite, plugins, suite.system
+
+    def _one(self, case: Case) -> tuple[Any, Recorder, float, str | None]:
+        start = time.perf_counter()
+        try:
+            output, recorder = call_with_recorder(lambda r: self.system.execute(case, r), case)
+            return output, recorder, time.perf_counter() - start, None
+        except (ArtifactError, ConfigError):
+            raise
+        except Exception as exc:  # the system failed on this case: it is missing, the run goes on
+            return None, Recorder(case), time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}"
+
+    def finish(self, case: Case, result: tuple) -> Execution:
+        output, recorder, seconds, error = result
+        if error is not None:
+            return Execution(missing=error, seconds=seconds)
+        return to_execution(_json_safe(output, case), recorder, case, self.system, self.plugins, seconds)
+
+    def run(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
+        if hasattr(self.system, "aexecute"):
+            asyncio.run(self._run_async(cases, done))
+            return
+        window = self.suite.concurrency * 4
+        pool = ThreadPoolExecutor(max_workers=self.suite.concurrency, thread_name_prefix="oloproof-case")
+        pending: dict = {}
+        index = 0
+        try:
+            while index < len(cases) or pending:
+                while index < len(cases) and len(pending) < window:
+                    pending[pool.submit(self._one, cases[index])] = index
+                    index += 1
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    i = pending.pop(future)
+                    done(i, self.finish(cases[i], future.result()))
+        finally:
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _run_async(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
+        gate_ = asyncio.Semaphore(self.suite.concurrency)
+
+        async def one(i: int) -> None:
+            case = cases[i]
+            async with gate_:
+                recorder = Recorder(case)
+                start = time.perf_counter()
+                try:
+                    output = await self.system.aexecute(case, recorder)
+                    result = (output, recorder, time.perf_counter() - start, None)
+                except (ArtifactError, ConfigError):
+                    raise
+                except Exception as exc:
+                    result = (None, recorder, time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}")
+            done(i, self.finish(case, result))
+
+        tasks = [asyncio.ensure_future(one(i)) for i in range(len(cases))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+
+class Progress:
+    """A one-line progress bar on a terminal's stderr; silent anywhere else (CI logs)."""
+
+    def __init__(self, total: int):
+        self.total, self.count, self.last = total, 0, 0.0
+        self.on = sys.stderr.isatty() and total > 0
+
+    def step(self) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if self.on and (now - self.last > 0.1 or self.count == self.total):
+            self.last = now
+            width = 30
+            filled = width * self.count // self.total
+            sys.stderr.write(f"\r{'█' * filled}{'·' * (width - filled)} {self.count}/{self.total} cases")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.on:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict) -> tuple[list[Execution | None], bool]:
+    """Every case's execution, from the cache or the system. Returns (executions, interrupted)."""
+    system = suite.system
+    keys = [digest({"system": system.identity, "input": case.input}) for case in suite.cases]
+    cached = store.cache_get_many("execution", keys)
+    executions: list[Execution | None] = [None] * len(suite.cases)
+    misses = []
+    for i, key in enumerate(keys):
+        if key in cached:
+            executions[i] = Execution.from_data(cached[key])
+        else:
+            misses.append(i)
+    caches["execution"] = [len(keys) - len(misses), len(misses)]
+    progress = Progress(len(misses))
+    buffer: list[tuple[str, dict]] = []
+    last_flush = [time.monotonic()]
+
+    def flush() -> None:
+        store.cache_put_many("execution", buffer)
+        buffer.clear()
+        last_flush[0] = time.monotonic()
+
+    def done(j: int, execution: Execution) -> None:
+        i = misses[j]
+        executions[i] = execution
+        if execution.missing is None:
+            buffer.append((keys[i], execution.to_data()))
+        progress.step()
+        if time.monotonic() - last_flush[0] > FLUSH_SECONDS:
+            flush()
+
+    interrupted = False
+    try:
+        Executor(suite, plugins).run([suite.cases[i] for i in misses], done)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+        flush()
+    return executions, interrupted
+
+
+def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict) -> list[dict]:
+    """Every evaluator's judgment of every case, from the judgment cache where it can."""
+    judgments: list[dict] = [{} for _ in suite.cases]
+    todo: list[tuple[int, Any, str]] = []
+    for i, case in enumerate(suite.cases):
+        execution = executions[i]
+        case_data = case.to_data()
+        record = None
+        for spec in suite.evaluators:
+            evaluator = spec.evaluator
+            exclude = getattr(evaluator, "exclude", None)
+            reason = exclude(case) if exclude is not None else None
+            if reason is not None:
+                judgments[i][evaluator.criterion] = Judgment.excluded(reason)
+            elif execution is None:
+                judgments[i][evaluator.criterion] = Judgment.missing("interrupted")
+            elif execution.missing is not None:
+                judgments[i][evaluator.criterion] = Judgment.missing(execution.missing)
+            else:
+                if record is None:
+                    record = execution.to_data()
+                key = digest({"evaluator": spec.identity, "case": case_data, "execution": record})
+                todo.append((i, spec, key))
+    cached = store.cache_get_many("judgment", [key for _, _, key in todo])
+    fresh = []
+    for i, spec, key in todo:
+        criterion = spec.evaluator.criterion
+        if key in cached:
+            judgments[i][criterion] = Judgment.from_data(cached[key])
+            continue
+        try:
+            judgment = spec.evaluator.evaluate(suite.cases[i], executions[i])
+        except Exception as exc:  # noqa: BLE001 - an evaluator failing on one case: that judgment is missing
+            from .errors import EvaluationError
+
+            reason = str(exc) if isinstance(exc, EvaluationError) else f"evaluator_error: {type(exc).__name__}: {exc}"
+            judgments[i][criterion] = Judgment.missing(reason)
+            continue
+        judgments[i][criterion] = judgment
+        if judgment.status != "missing":
+            fresh.append((key, judgment.to_data()))
+    store.cache_put_many("judgment", fresh)
+    caches["judgment"] = [sum(1 for _, _, k in todo if k in cached), sum(1 for _, _, k in todo if k not in cached)]
+    return judgments
+
+
+def summarize(suite: Suite, results: list[CaseResult], confidence: float) -> tuple[dict, list]:
+    """The metric of every criterion, then the exploratory slice table."""
+    summaries = {}
+    for spec in suite.evaluators:
+        criterion = spec.evaluator.criterion
+        summaries[criterion] = suite.metrics[criterion].summarize([r.judgments[criterion] for r in results],
+                                                                  confidence)
+    rows: list[tuple[str, str, str, Summary | None]] = []
+    for slice_ in suite.slices:
+        groups: dict[str, list[CaseResult]] = {}
+        for result in results:
+            key = slice_.key(result.case, result.execution) if result.execution is not None else None
+            if key is not None:
+                groups.setdefault(key, []).append(result)
+        for key in sorted(groups):
+            members = groups[key]
+            for spec in suite.evaluators:
+                criterion = spec.evaluator.criterion
+                summary = suite.metrics[criterion].summarize([r.judgments[criterion] for r in members], confidence)
+                rows.append((slice_.name, key, criterion, summary))
+    return summaries, rows
+
+
+def run_suite(suite: Suite, plugins: Plugins, store: Any, *, config_text: str = "") -> RunOutcome:
+    """Execute, judge, summarise, decide and store one run."""
+    run_id = new_run_id()
+    system = suite.system
+    caches: dict = {}
+    header = {"id": run_id, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "system": {"name": system.name, "version": system.version, "kind": suite.system_kind,
+                         "identity": system.identity},
+              "config": suite.config_path.name,
+              "evaluators": {s.evaluator.criterion: s.identity for s in suite.evaluators},
+              "metrics": {s.evaluator.criterion: s.evaluator.metric for s in suite.evaluators},
+              "cases": len(suite.cases)}
+    plugins.pm.hook.oloproof_run_started(run=header)
+    executions, interrupted = execute_cases(suite, plugins, store, caches)
+    judgments = judge_cases(suite, store, executions, caches)
+    results = [CaseResult(case=c, execution=e, judgments=j) for c, e, j in zip(suite.cases, executions, judgments)]
+    stage_counts = getattr(system, "stage_counts", None)
+    if stage_counts is not None:
+        caches["stages"] = stage_counts()
+
+    confidence = suite.policy.confidence_level if suite.policy else 0.95
+    summaries, slice_rows = summarize(suite, results, confidence)
+    decisions: list[Decision] = []
+    verdict, exit_code = None, ExitCode.OK
+    if suite.policy is not None and not interrupted:
+        for rule in suite.policy.rules:
+            decisions.append(decide_rule(rule, [r.judgments[rule.metric] for r in results],
+                                         suite.metrics[rule.metric], confidence))
+        verdict, exit_code = gate(decisions, suite.policy.block_on)
+    if interrupted:
+        state, exit_code = "UNDECIDED/INTERRUPTED", ExitCode.INTERRUPTED
+    else:
+        state = ("DECIDED" if suite.policy is not None else "UNGATED") + "/COMPLETE"
+    header["state"] = state
+    header["confidence_level"] = confidence
+    summary = {
+        "state": state, "gate": verdict, "exit_code": int(exit_code), "caches": caches,
+        "decisions": [{"rule": d.rule, "metric": d.metric, "verdict": d.verdict, "reason": d.reason}
+                      for d in decisions],
+        "metrics": {k: {"value": s.value, "low": s.low, "high": s.high, "observed": s.observed,
+                        "missing": s.missing, "excluded": s.excluded, "cells": list(s.cells), "metric": s.metric}
+                    for k, s in summaries.items()},
+        "policy": _policy_data(suite.policy),
+    }
+    records = []
+    for r in results:
+        execution = r.execution or Execution(missing="interrupted")
+        record = {"id": r.case.id, "case": r.case.to_data(), **execution.to_data(),
+                  "judgments": {k: j.to_data() for k, j in r.judgments.items()}}
+        records.append(record)
+    store.save_run(header, records, summary)
+    for r in results:
+        plugins.pm.hook.oloproof_case_finished(run=header, case=r.case, execution=r.execution, judgments=r.judgments)
+    plugins.pm.hook.oloproof_run_finished(run=header, summary=summary)
+    return RunOutcome(run_id=run_id, header=header, results=results, summaries=summaries, slices=slice_rows,
+                      decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches)
+
+
+def _policy_data(policy: Any) -> dict | None:
+    if policy is None:
+        return None
+    from .config import CONVERTER
+
+    data = CONVERTER.unstructure(policy)
+    data.pop("where", None)
+    return data

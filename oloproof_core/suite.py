@@ -1,0 +1,178 @@
+"""oloproof.yaml -> Suite: the system, cases, evaluators, slices, policy and settings."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from attrs import field, frozen
+
+from .config import CONVERTER, Document, load_cases, structure, yaml_path
+from .errors import ConfigError
+from .identity import canonical, digest
+from .gate import Policy, load_policy
+from .model import Case, Evaluator, Metric, Slice, System, SystemContext
+from .plugins import Plugins
+
+SYSTEM_KEYS = ("name", "version")
+
+
+@frozen(kw_only=True)
+class Skeleton:
+    """The top level of oloproof.yaml; plugin blocks are structured in a second pass."""
+
+    system: dict
+    cases: str = "cases.jsonl"
+    evaluators: list[dict] = field(factory=list)
+    slices: list[str] = field(factory=list)
+    min_slice_support: int = 10
+    policy: Any = None
+    concurrency: int = 8
+    store: dict = field(factory=lambda: {"type": "local"})
+    disable_plugins: list[str] = field(factory=list)
+
+
+@frozen(kw_only=True)
+class EvaluatorSpec:
+    """One evaluator of the suite and the identity its judgments are cached under."""
+
+    type: str
+    evaluator: Evaluator
+    identity: dict
+    where: str
+
+
+@frozen(kw_only=True)
+class Suite:
+    config_path: Path
+    project_dir: Path
+    system: System
+    system_kind: str
+    cases: tuple[Case, ...]
+    evaluators: tuple[EvaluatorSpec, ...]
+    metrics: dict  # criterion -> Metric
+    slices: tuple[Slice, ...]
+    min_slice_support: int
+    policy: Policy | None
+    concurrency: int
+    store_type: str
+    store_options: Any
+
+
+def _options(doc: Document, entry: Any, data: dict, path: tuple, what: str) -> Any:
+    if entry.options is None:
+        if data:
+            key = sorted(data)[0]
+            raise ConfigError(f"unknown key {key!r}", where=doc.where(path + (key,)),
+                              fix=f"remove it; {what} takes no options")
+        return None
+    return structure(doc, data, entry.options, path, what=what)
+
+
+def unstructure(options: Any) -> Any:
+    return CONVERTER.unstructure(options) if options is not None else None
+
+
+def load_skeleton(config_path: Path) -> tuple[Document, Skeleton]:
+    doc = Document.load(config_path)
+    if not isinstance(doc.data, dict):
+        raise ConfigError("expected a mapping of settings", where=doc.where(), fix="see docs/config.md")
+    return doc, structure(doc, doc.data, Skeleton, what="oloproof.yaml")
+
+
+def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
+               skeleton: Skeleton | None = None) -> Suite:
+    """Load and check everything a run needs, before anything runs or is stored."""
+    if doc is None or skeleton is None:
+        doc, skeleton = load_skeleton(config_path)
+    project_dir = config_path.resolve().parent
+    if str(project_dir) not in sys.path:  # `callable: app:run` finds app.py in the project
+        sys.path.insert(0, str(project_dir))
+
+    system, kind = _load_system(doc, skeleton.system, plugins, project_dir)
+    cases = tuple(load_cases(project_dir / skeleton.cases))
+
+    evaluators, metrics = [], {}
+    for i, raw in enumerate(skeleton.evaluators):
+        path = ("evaluators", i)
+        if not isinstance(raw, dict) or "type" not in raw:
+            raise ConfigError("expected a mapping with `type:`", where=doc.where(path),
+                              fix="write {type: contains, criterion: answer_correct, ...}")
+        data = dict(raw)
+        name = data.pop("type")
+        entry = plugins.evaluators.get(name, where=doc.where(path + ("type",)))
+        options = _options(doc, entry, data, path, f"evaluator {name!r} from {entry.distribution}")
+        evaluator = entry.factory(options)
+        criterion = evaluator.criterion
+        if criterion in metrics:
+            raise ConfigError(f"criterion {criterion!r} is defined twice", where=doc.where(path),
+                              fix="give each evaluator its own `criterion:` name")
+        metric_entry = plugins.metrics.get(evaluator.metric, where=doc.where(path))
+        metrics[criterion] = metric_entry.factory()
+        identity = {"type": name, "options": unstructure(options),
+                    "plugin": [entry.distribution, entry.version]}
+        evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path)))
+
+    slices = []
+    for i, spec in enumerate(skeleton.slices):
+        head, _, argument = spec.partition(".")
+        entry = plugins.slices.get(head, where=doc.where(("slices", i)))
+        slice_ = entry.factory(argument or None)
+        check = getattr(slice_, "check", None)
+        if check is not None:
+            try:
+                check(system)
+            except ConfigError as exc:
+                raise ConfigError(exc.problem, where=exc.where or doc.where(("slices", i)), fix=exc.fix) from None
+        slices.append(slice_)
+
+    policy = None
+    if skeleton.policy is not None:
+        policy = load_policy(doc, skeleton.policy, project_dir, ("policy",))
+        policy.check_metrics(metrics)
+
+    store = dict(skeleton.store)
+    store_type = store.pop("type", "local")
+    store_entry = plugins.stores.get(store_type, where=doc.where(("store", "type")))
+    store_options = _options(doc, store_entry, store, ("store",), f"store {store_type!r}")
+    if skeleton.concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, got {skeleton.concurrency}",
+                          where=doc.where(("concurrency",)), fix="write concurrency: 8")
+    return Suite(config_path=config_path, project_dir=project_dir, system=system, system_kind=kind,
+                 cases=cases, evaluators=tuple(evaluators), metrics=metrics, slices=tuple(slices),
+                 min_slice_support=skeleton.min_slice_support, policy=policy,
+                 concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options)
+
+
+def _load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path) -> tuple[System, str]:
+    path = ("system",)
+    kinds = [k for k in block if k not in SYSTEM_KEYS]
+    if len(kinds) != 1:
+        known = ", ".join(plugins.systems.names())
+        problem = "no system kind" if not kinds else f"more than one system kind ({', '.join(kinds)})"
+        raise ConfigError(problem, where=doc.where(path), fix=f"give exactly one of: {known}")
+    kind = kinds[0]
+    entry = plugins.systems.get(kind, where=doc.where(path + (kind,)))
+    for key in SYSTEM_KEYS:
+        if key in block and not isinstance(block[key], str):
+            raise ConfigError(f"expected a string, got {block[key]!r}", where=doc.where(path + (key,)),
+                              fix="quote the value")
+    value = block[kind]
+    shorthand = entry.extra.get("shorthand")
+    if not isinstance(value, dict) and shorthand:
+        value = {shorthand: value}
+    if not isinstance(value, dict):
+        raise ConfigError(f"expected a mapping of {kind} settings", where=doc.where(path + (kind,)))
+    options = _options(doc, entry, value, path + (kind,), f"system kind {kind!r}")
+    context = SystemContext(name=block.get("name", ""), version=block.get("version", ""),
+                            project_dir=project_dir)
+    try:
+        return entry.factory(options, context), kind
+    except ConfigError as exc:
+        if exc.where:
+            raise
+        raise ConfigError(exc.problem, where=doc.where(path + (kind,)), fix=exc.fix) from None
+
+
+__all__ = ["Suite", "load_suite", "canonical", "digest", "yaml_path"]
