@@ -1,0 +1,125 @@
+"""Simulated coverage of the interval methods in oloproof_core.stats (slow).
+
+All methods are finite-sample valid, so coverage must not fall below the nominal level by more than
+Monte-Carlo error (3 standard errors at the nominal level). Every simulation is seeded.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from oloproof_core.stats import betting_interval, clopper_pearson, paired_difference
+
+pytestmark = pytest.mark.slow
+
+CONFIDENCE = 0.95
+
+
+def tolerance(replicates: int) -> float:
+    return 3 * math.sqrt(CONFIDENCE * (1 - CONFIDENCE) / replicates)
+
+
+def coverage(bounds, truth: float) -> float:
+    bounds = np.asarray(bounds)
+    return float(np.mean((bounds[:, 0] <= truth) & (truth <= bounds[:, 1])))
+
+
+def exact_interval(k: int, n: int) -> tuple[float, float]:
+    return clopper_pearson(k, n, CONFIDENCE)
+
+
+def pass_fail_betting(k: int, n: int) -> tuple[float, float]:
+    return betting_interval([1.0] * k + [0.0] * (n - k), CONFIDENCE)
+
+
+def wald(k: int, n: int) -> tuple[float, float]:
+    """The textbook normal-approximation interval, known to under-cover at small n."""
+    p = k / n
+    half = 1.959963984540054 * math.sqrt(p * (1 - p) / n)
+    return p - half, p + half
+
+
+def simulate_pass_fail(interval, n: int, p: float, replicates: int, seed: int) -> float:
+    successes = np.random.default_rng(seed).binomial(n, p, replicates)
+    table = {k: interval(k, n) for k in np.unique(successes).tolist()}
+    return coverage([table[k] for k in successes.tolist()], p)
+
+
+def exact_pass_fail(interval, n: int, p: float) -> float:
+    from scipy.stats import binom
+
+    covered = [k for k in range(n + 1) if interval(k, n)[0] <= p <= interval(k, n)[1]]
+    return float(binom.pmf(covered, n, p).sum())
+
+
+@pytest.mark.parametrize(("n", "p"), [(13, 0.7), (13, 0.95), (50, 0.5), (200, 0.98)])
+def test_clopper_pearson_coverage(n, p):
+    replicates = 4000
+    simulated = simulate_pass_fail(exact_interval, n, p, replicates, seed=n * 1000 + int(p * 100))
+    assert simulated >= CONFIDENCE - tolerance(replicates)
+    assert exact_pass_fail(exact_interval, n, p) >= CONFIDENCE - 1e-12
+
+
+def test_clopper_pearson_exact_coverage_over_a_grid_of_p():
+    for n in (5, 13, 40):
+        worst = min(exact_pass_fail(exact_interval, n, p) for p in np.linspace(0.01, 0.99, 99))
+        assert worst >= CONFIDENCE - 1e-12
+
+
+def test_the_simulation_detects_under_coverage():
+    # The Wald interval under-covers at n = 13, p = 0.95; the same check must catch it.
+    replicates = 4000
+    simulated = simulate_pass_fail(wald, 13, 0.95, replicates, seed=1)
+    assert simulated < CONFIDENCE - tolerance(replicates)
+
+
+@pytest.mark.parametrize(("n", "p"), [(13, 0.7), (50, 0.9), (200, 0.5)])
+def test_betting_coverage_on_pass_fail(n, p):
+    replicates = 4000
+    simulated = simulate_pass_fail(pass_fail_betting, n, p, replicates, seed=7 * n + int(p * 10))
+    assert simulated >= CONFIDENCE - tolerance(replicates)
+    assert exact_pass_fail(pass_fail_betting, n, p) >= CONFIDENCE - 1e-12
+
+
+@pytest.mark.parametrize(
+    ("n", "a", "b"), [(13, 2.0, 5.0), (50, 2.0, 5.0), (50, 0.5, 0.5), (30, 5.0, 1.0)]
+)
+def test_betting_coverage_on_beta_scores(n, a, b):
+    rng = np.random.default_rng([n, int(10 * a), int(10 * b)])
+    replicates = 3000
+    bounds = [betting_interval(rng.beta(a, b, n), CONFIDENCE) for _ in range(replicates)]
+    assert coverage(bounds, a / (a + b)) >= CONFIDENCE - tolerance(replicates)
+
+
+@pytest.mark.parametrize(
+    ("n", "worse", "better"), [(15, 0.05, 0.10), (50, 0.10, 0.10), (120, 0.02, 0.08)]
+)
+def test_paired_coverage_on_pass_fail(n, worse, better):
+    rng = np.random.default_rng([n, int(100 * worse), int(100 * better)])
+    replicates = 4000
+    draws = rng.multinomial(n, [worse, better, 1 - worse - better], replicates)
+    table = {}
+    for b, c, same in map(tuple, draws.tolist()):
+        if (b, c) not in table:
+            candidate = [0.0] * b + [1.0] * c + [1.0] * same
+            baseline = [1.0] * b + [0.0] * c + [1.0] * same
+            table[b, c] = paired_difference(candidate, baseline, CONFIDENCE)[1:]
+    bounds = [table[b, c] for b, c, _ in draws.tolist()]
+    assert coverage(bounds, better - worse) >= CONFIDENCE - tolerance(replicates)
+
+
+@pytest.mark.parametrize(("n", "weight"), [(13, 0.7), (50, 0.0), (100, 0.5)])
+def test_paired_coverage_on_scores(n, weight):
+    # candidate = w·baseline + (1 - w)·Beta(3, 2) with baseline ~ Beta(2, 2): mean difference
+    # (1 - w)(0.6 - 0.5), and the pairs are correlated when w > 0.
+    rng = np.random.default_rng([n, int(10 * weight)])
+    replicates = 3000
+    bounds = []
+    for _ in range(replicates):
+        baseline = rng.beta(2, 2, n)
+        candidate = weight * baseline + (1 - weight) * rng.beta(3, 2, n)
+        bounds.append(paired_difference(candidate, baseline, CONFIDENCE)[1:])
+    assert coverage(bounds, (1 - weight) * 0.1) >= CONFIDENCE - tolerance(replicates)
