@@ -4,7 +4,7 @@ Everything here is re-exported from the engine in ``oloproof_core``; import from
 only, never from ``oloproof_core``.
 """
 
-from oloproof_core import stats
+from oloproof_core import display, stats
 from oloproof_core.errors import ArtifactError, ConfigError, EvaluationError, OloproofError, PluginError
 from oloproof_core.hookspecs import hookimpl
 from oloproof_core.model import (
@@ -20,6 +20,7 @@ from oloproof_core.model import (
     SystemContext,
     select,
 )
+from oloproof_core.relevance import latest, ranked_units, relevant_units, unit_key
 from oloproof_core.recording import Recorder, SystemInfo, current_case, source_fingerprint, system
 from oloproof_core.registry import Registry
 from oloproof_core.identity import canonical, digest
@@ -48,7 +49,12 @@ __all__ = [
     "canonical",
     "current_case",
     "digest",
+    "display",
     "hookimpl",
+    "latest",
+    "ranked_units",
+    "relevant_units",
+    "unit_key",
     "source_fingerprint",
     "stats",
     "select",

@@ -144,12 +144,12 @@ class Summary:
 
 def _positive(instance: Any, attribute: Any, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ArtifactError(f"{attribute.name} must be a positive integer, got {value!r}")
+        raise ArtifactError(f"{type(instance).__name__}.{attribute.name} must be a positive integer, got {value!r}")
 
 
 def _text(instance: Any, attribute: Any, value: Any) -> None:
     if not isinstance(value, str) or not value:
-        raise ArtifactError(f"{attribute.name} must be a non-empty string, got {value!r}")
+        raise ArtifactError(f"{type(instance).__name__}.{attribute.name} must be a non-empty string, got {value!r}")
 
 
 @frozen(kw_only=True)

@@ -105,6 +105,11 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         options = _options(doc, entry, data, path, f"evaluator {name!r} from {entry.distribution}")
         evaluator = entry.factory(options)
         criterion = evaluator.criterion
+        for artifact in getattr(evaluator, "reads", ()):
+            if artifact not in system.records:
+                raise ConfigError(f"evaluator {name!r} reads {artifact}, which system {system.name!r} does not record",
+                                  where=doc.where(path + ("type",)),
+                                  fix=f'declare "{artifact}" in the system\'s records and record it for every case')
         if criterion in metrics:
             raise ConfigError(f"criterion {criterion!r} is defined twice", where=doc.where(path),
                               fix="give each evaluator its own `criterion:` name")

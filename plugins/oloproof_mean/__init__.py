@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from oloproof import Judgment, Summary, hookimpl, stats
+from oloproof import Judgment, Summary, display, hookimpl, stats
 
 
 class Mean:
@@ -20,17 +20,11 @@ class Mean:
         values = [j.value for j in judgments if j.observed]
         missing = sum(1 for j in judgments if j.status == "missing")
         excluded = sum(1 for j in judgments if j.status == "excluded")
-        tail = f"{missing} missing · {excluded} excluded"
         n = len(values)
-        if n == 0:
-            return Summary(metric=self.name, value=None, low=None, high=None, observed=0, missing=missing,
-                           excluded=excluded, cells=("—", "—", f"mean of 0 observed · {tail}"))
-        mean = sum(values) / n
-        low, high = self.interval(values, confidence)
-        cells = (f"{mean:.3f}", f"[{stats.floor_to(low, 3):.3f}, {stats.ceil_to(high, 3):.3f}]",
-                 f"mean of {n} observed · {tail}")
+        mean = sum(values) / n if n else None
+        low, high = self.interval(values, confidence) if n else (None, None)
         return Summary(metric=self.name, value=mean, low=low, high=high, observed=n, missing=missing,
-                       excluded=excluded, cells=cells)
+                       excluded=excluded, cells=display.mean_cells(mean, n, low, high, missing, excluded))
 
 
 @hookimpl

@@ -1,0 +1,21 @@
+"""Sessions: tests (the README's test command), bench (speed figures), examples (third-party path)."""
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.default_venv_backend = "venv"
+PYTHON = "3.11"
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Install the project with its test extras and run every test, slow ones included."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Report the framework's speed figures (ratios and rates; informative, never pass/fail)."""
+    session.install("-e", ".")
+    session.run("python", "benchmarks/run.py", *session.posargs)
