@@ -129,16 +129,13 @@ def _flatten(exc: BaseException, path: tuple) -> list[tuple[tuple, BaseException
     if isinstance(exc, ForbiddenExtraKeysError):
         return [(path + (key,), exc) for key in sorted(exc.extra_fields)]
     if isinstance(exc, (ClassValidationError, IterableValidationError)):
+        with_notes, others = exc.group_exceptions()
         out = []
-        if isinstance(exc, ClassValidationError):
-            pairs = exc.group_exceptions()
-        else:
-            pairs = exc.group_exceptions()
-        for sub, note in pairs:
-            part = getattr(note, "name", None)
-            if part is None:
-                part = getattr(note, "index", None)
+        for sub, note in with_notes:
+            part = getattr(note, "name", getattr(note, "index", None))
             out += _flatten(sub, path + ((part,) if part is not None else ()))
+        for sub in others:
+            out += _flatten(sub, path)
         return out
     return [(path, exc)]
 

@@ -95,7 +95,9 @@ class Executor:
         try:
             output, recorder = call_with_recorder(lambda r: self.system.execute(case, r), case)
             return output, recorder, time.perf_counter() - start, None
-        except (ArtifactError, ConfigError):
+        except ArtifactError as exc:  # raised by a record type's validator inside the system
+            raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
+        except ConfigError:
             raise
         except Exception as exc:  # the system failed on this case: it is missing, the run goes on
             return None, Recorder(case), time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}"
@@ -139,7 +141,9 @@ class Executor:
                 try:
                     output = await self.system.aexecute(case, recorder)
                     result = (output, recorder, time.perf_counter() - start, None)
-                except (ArtifactError, ConfigError):
+                except ArtifactError as exc:
+                    raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
+                except ConfigError:
                     raise
                 except Exception as exc:
                     result = (None, recorder, time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}")

@@ -1,0 +1,96 @@
+"""Shared fixtures: a project written into tmp_path and the real `oloproof` command run on it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+
+class Result:
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+    def __repr__(self) -> str:
+        return f"<exit {self.code}\n{self.out}\n{self.err}>"
+
+
+def olo(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> Result:
+    """Run the real command line (``python -m oloproof``) in ``cwd``."""
+    full_env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8", **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "oloproof", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return Result(proc)
+
+
+APP = '''
+from oloproof import system
+
+@system(name="echo", version="1")
+def run(input):
+    if input.get("boom"):
+        raise RuntimeError("boom")
+    return {"answer": input["q"]}
+'''
+
+
+class Project:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        return path
+
+    def cases(self, rows: list[dict], name: str = "cases.jsonl") -> Path:
+        return self.write(name, "".join(json.dumps(r) + "\n" for r in rows))
+
+    def run(self, *args: str, **kw) -> Result:
+        return olo(*args, cwd=self.root, **kw)
+
+    def runs(self) -> list[str]:
+        import sqlite3
+
+        db = self.root / ".oloproof" / "store.db"
+        if not db.exists():
+            return []
+        with sqlite3.connect(db) as con:
+            return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY id")]
+
+
+CONFIG = """
+system:
+  name: echo
+  version: "1"
+  callable: app:run
+cases: cases.jsonl
+evaluators:
+  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    """An echo system, a contains evaluator and no policy; tests add cases and settings."""
+    p = Project(tmp_path)
+    p.write("app.py", APP)
+    p.write("oloproof.yaml", CONFIG)
+    return p
+
+
+def case(i: int, ok: bool = True, **extra) -> dict:
+    return {"id": f"c{i:03d}", "input": {"q": f"answer {i}" if ok else "nope", **extra},
+            "expected": {"answer": f"answer {i}"}, "metadata": {"topic": "even" if i % 2 == 0 else "odd"}}

@@ -1,0 +1,179 @@
+"""`oloproof run` end to end: output layout, gate and exit codes, caches, store, ordering."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import case, olo
+
+POLICY = """
+policy:
+  version: 1
+  confidence_level: 0.95
+  block_on: [FAIL, INSUFFICIENT_EVIDENCE, MANUAL_REVIEW]
+  rules:
+    - {id: floor, metric: answer_correct, min: %s}
+"""
+
+
+def rows(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip().strip("│").split("│")] for line in text.splitlines()
+            if line.startswith("│")]
+
+
+def test_run_prints_the_documented_layout_and_stores_the_run(project):
+    project.cases([case(i, ok=i < 9) for i in range(13)])
+    result = project.run("run")
+    assert result.code == 0, result
+    lines = result.out.splitlines()
+    assert re.fullmatch(r"Run run_[0-9A-HJKMNP-TV-Z]{26} \[UNGATED/COMPLETE\]", lines[0])
+    assert ["answer_correct", "69.2%", "[38.5%, 91.0%]", "9 / 13 observed · 0 missing · 0 excluded"] in rows(result.out)
+    assert "Cache: execution 0 hit/13 miss; judgment 0 hit/13 miss" in lines
+    assert project.runs() == [lines[0].split()[1]]
+
+
+def test_second_run_is_served_from_both_caches(project):
+    project.cases([case(i) for i in range(5)])
+    assert project.run("run").code == 0
+    again = project.run("run")
+    assert "Cache: execution 5 hit/0 miss; judgment 5 hit/0 miss" in again.out
+    assert len(project.runs()) == 2
+
+
+def test_editing_the_system_code_misses_the_execution_cache(project):
+    project.cases([case(i) for i in range(3)])
+    first = project.run("run")
+    project.write("app.py", (project.root / "app.py").read_text() + "\nCHANGED = True\n")
+    second = project.run("run")
+    assert "Cache: execution 0 hit/3 miss; judgment 3 hit/0 miss" in second.out, second
+    ids = [r.out.splitlines()[0].split()[1] for r in (first, second)]
+    shown = [olo("inspect", i, cwd=project.root).out for i in ids]
+    assert shown[0].splitlines()[1] != shown[1].splitlines()[1]  # the recorded system version changed
+
+
+def test_changing_an_evaluator_misses_only_the_judgment_cache(project):
+    project.cases([case(i) for i in range(4)])
+    project.run("run")
+    text = (project.root / "oloproof.yaml").read_text().replace("expected_field: answer}",
+                                                                 "expected_field: answer, case_sensitive: true}")
+    project.write("oloproof.yaml", text)
+    assert "Cache: execution 4 hit/0 miss; judgment 0 hit/4 miss" in project.run("run").out
+
+
+def test_gate_pass_fail_and_insufficient_evidence_exit_codes(project):
+    project.cases([case(i, ok=i < 11) for i in range(15)])  # 11/15: [44.8%, 92.3%]
+    base = (project.root / "oloproof.yaml").read_text()
+    for minimum, verdict, reason, code, gate in (
+        ("0.40", "PASS", "interval_within_threshold", 0, "PASS"),
+        ("0.95", "FAIL", "interval_below_minimum", 1, "BLOCK"),
+        ("0.70", "INSUFFICIENT_EVIDENCE", "interval_overlaps_threshold", 3, "BLOCK"),
+    ):
+        project.write("oloproof.yaml", base + POLICY % minimum)
+        result = project.run("run")
+        assert result.code == code, result
+        assert f"Gate: {gate} (exit {code})" in result.out
+        assert ["floor", "answer_correct", verdict, reason] in rows(result.out)
+        assert "[DECIDED/COMPLETE]" in result.out.splitlines()[0]
+
+
+def test_observed_count_rule(project):
+    project.cases([case(i, ok=i != 3) for i in range(6)])
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + """
+policy:
+  version: 1
+  rules:
+    - {id: zero, metric: answer_correct, kind: observed_count, max_failures: 0}
+    - {id: one, metric: answer_correct, kind: observed_count, max_failures: 1}
+""")
+    result = project.run("run")
+    assert result.code == 1
+    assert ["zero", "answer_correct", "FAIL", "observed_failures_exceed_limit"] in rows(result.out)
+    assert ["one", "answer_correct", "PASS", "observed_failures_within_limit"] in rows(result.out)
+
+
+def test_a_failing_case_is_missing_and_never_helps_a_rule_pass(project):
+    # 30 passes and 1 crash: the observed interval [88.4%, 100%] clears a floor of 0.86, but with
+    # the crash counted as a failure (30/31: lower bound 83.3%) it does not, so the rule cannot pass.
+    rows_ = [case(i) for i in range(30)] + [case(99, boom=True)]
+    project.cases(rows_)
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + POLICY % "0.86"
+                  + "    - {id: count, metric: answer_correct, kind: observed_count, max_failures: 0}\n")
+    result = project.run("run")
+    assert ["answer_correct", "100.0%", "[88.4%, 100.0%]", "30 / 30 observed · 1 missing · 0 excluded"] in rows(result.out)
+    assert ["floor", "answer_correct", "INSUFFICIENT_EVIDENCE", "missing_cases_could_change_it"] in rows(result.out)
+    assert ["count", "answer_correct", "INSUFFICIENT_EVIDENCE", "missing_cases_could_exceed_limit"] in rows(result.out)
+    assert result.code == 3
+    failures = project.run("inspect", result.out.split()[1], "--failures")
+    assert "1 of 31 cases failed, errored or did not finish" in failures.out
+    assert "  missing: error: RuntimeError: boom" in failures.out
+
+
+def test_results_are_in_case_order_whatever_the_concurrency(project):
+    project.write("app.py", """
+        import random, time
+        from oloproof import system
+
+        @system(name="jitter", version="1")
+        def run(input):
+            time.sleep(random.random() / 200)
+            return {"answer": input["q"]}
+    """)
+    project.cases([case(i, ok=i % 3 != 0) for i in range(40)])
+    outputs = []
+    for concurrency in (1, 16):
+        text = (project.root / "oloproof.yaml").read_text().split("concurrency")[0]
+        project.write("oloproof.yaml", text.rstrip() + f"\nconcurrency: {concurrency}\n")
+        run_id = project.run("run").out.split()[1]
+        project.run("export", run_id)
+        bundle = (project.root / ".oloproof" / "bundles" / run_id / "cases.jsonl").read_text().splitlines()
+        outputs.append([(json.loads(x)["id"], json.loads(x)["judgments"]) for x in bundle])
+        # the second configuration must execute again, not read the first one's cache
+        (project.root / "app.py").write_text((project.root / "app.py").read_text() + "\n# changed\n")
+    assert outputs[0] == outputs[1]
+    assert [i for i, _ in outputs[0]] == [f"c{i:03d}" for i in range(40)]
+
+
+def test_slices_table_and_min_slice_support(project):
+    project.cases([case(i, ok=i % 4 != 0) for i in range(12)])
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text()
+                  + "slices: [metadata.topic]\nmin_slice_support: 7\n")
+    result = project.run("run")
+    table = rows(result.out)
+    assert ["metadata.topic=even", "answer_correct", "50.0%", "—", "3 / 6 observed · 0 missing · 0 excluded"] in table
+    assert ["metadata.topic=odd", "answer_correct", "100.0%", "—", "6 / 6 observed · 0 missing · 0 excluded"] in table
+
+
+def test_inspect_case_export_and_runs(project):
+    project.cases([case(1), case(2, ok=False)])
+    run_id = project.run("run").out.split()[1]
+    shown = project.run("inspect", run_id[:10], "--case", "c002")
+    assert shown.code == 0
+    assert '  input: {"q": "nope"}' in shown.out
+    assert '  expected: {"answer": "answer 2"}' in shown.out
+    assert "    answer_correct: failed" in shown.out
+    exported = project.run("export", run_id)
+    assert exported.code == 0
+    record = json.loads((project.root / ".oloproof" / "bundles" / run_id / "cases.jsonl").read_text().splitlines()[1])
+    assert record["id"] == "c002" and record["output"] == {"answer": "nope"} and record["artifacts"] == {}
+    assert record["judgments"]["answer_correct"]["status"] == "fail"
+    listed = project.run("runs")
+    assert run_id in listed.out and "UNGATED/COMPLETE" in listed.out
+
+
+def test_init_copies_the_basic_example_which_runs(tmp_path):
+    assert olo("init", "--example", "basic", "demo", cwd=tmp_path).code == 0
+    result = olo("run", cwd=tmp_path / "demo")
+    assert result.code == 0, result
+    assert "Gate: PASS (exit 0)" in result.out
+    again = olo("init", "--example", "basic", "demo", cwd=tmp_path)
+    assert again.code == 2 and "already exists" in again.err
+    unknown = olo("init", "--example", "nope", "x", cwd=tmp_path)
+    assert unknown.code == 2 and "basic" in unknown.err
+
+
+def test_plugins_lists_builtins_with_their_distribution(tmp_path):
+    result = olo("plugins", cwd=tmp_path)
+    table = rows(result.out)
+    assert ["contains", "evaluator contains", "oloproof 0.1.0"] in table
+    assert ["local", "store local", "oloproof 0.1.0"] in table
