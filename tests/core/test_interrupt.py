@@ -1,0 +1,45 @@
+"""Ctrl-C mid-run: finished cases are kept, the run says it is incomplete, the next run resumes."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import case
+
+
+def test_interrupt_keeps_finished_cases_and_the_next_run_resumes(project):
+    project.write("app.py", """
+        import time
+        from oloproof import system
+
+        @system(name="slow", version="1")
+        def run(input):
+            time.sleep(0.02)
+            return {"answer": input["q"]}
+    """)
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "concurrency: 2\n")
+    project.cases([case(i) for i in range(400)])  # about 4 s at 2 in flight
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.Popen([sys.executable, "-m", "oloproof", "run"], cwd=project.root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert re.match(r"Run run_\w{26} \[UNDECIDED/INTERRUPTED\]", out), out
+    assert "Gate: UNDECIDED (the run was interrupted; exit 130)" in out
+    match = re.search(r"(\d+) / (\d+) observed · (\d+) missing", out)
+    finished, missing = int(match.group(1)), int(match.group(3))
+    assert finished > 0 and missing > 0 and finished + missing == 400
+    assert len(project.runs()) == 1  # the incomplete run is stored
+
+    resumed = project.run("run")
+    assert resumed.code == 0, resumed
+    hits, misses = map(int, re.search(r"Cache: execution (\d+) hit/(\d+) miss", resumed.out).groups())
+    assert hits >= finished and hits + misses == 400  # every finished case is reused
+    assert "400 / 400 observed · 0 missing" in resumed.out
