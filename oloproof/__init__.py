@@ -5,7 +5,7 @@ only, never from ``oloproof_core``.
 """
 
 from oloproof_core import display, stats
-from oloproof_core.errors import ArtifactError, ConfigError, EvaluationError, OloproofError, PluginError
+from oloproof_core.errors import ArtifactError, CaseMissing, ConfigError, EvaluationError, OloproofError, PluginError
 from oloproof_core.hookspecs import hookimpl
 from oloproof_core.model import (
     Case,
@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ArtifactError",
     "Case",
+    "CaseMissing",
     "ConfigError",
     "Context",
     "ContextItem",

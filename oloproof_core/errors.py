@@ -45,3 +45,14 @@ class EvaluationError(Exception):
 
     The runner records it on that case's judgment as missing, with the message as its reason.
     """
+
+
+class CaseMissing(Exception):
+    """Raised by a system when a case produced no output for a known reason (``http_error: 503``).
+
+    The case is recorded as missing with exactly that reason, and the run goes on.
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason

@@ -16,7 +16,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from .errors import ArtifactError, ConfigError, ExitCode
+from .errors import ArtifactError, CaseMissing, ConfigError, ExitCode
 from .gate import Decision, decide_rule, gate
 from .identity import digest
 from .model import Case, Execution, Judgment, Summary
@@ -89,6 +89,8 @@ class Executor:
 
     def __init__(self, suite: Suite, plugins: Plugins):
         self.suite, self.plugins, self.system = suite, plugins, suite.system
+        # a system may cap its own concurrency (an HTTP service's limit, say)
+        self.concurrency = min(suite.concurrency, getattr(self.system, "concurrency", None) or suite.concurrency)
 
     def _one(self, case: Case) -> tuple[Any, Recorder, float, str | None]:
         start = time.perf_counter()
@@ -99,6 +101,8 @@ class Executor:
             raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
         except ConfigError:
             raise
+        except CaseMissing as exc:
+            return None, Recorder(case), time.perf_counter() - start, exc.reason
         except Exception as exc:  # the system failed on this case: it is missing, the run goes on
             return None, Recorder(case), time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}"
 
@@ -112,8 +116,8 @@ class Executor:
         if hasattr(self.system, "aexecute"):
             asyncio.run(self._run_async(cases, done))
             return
-        window = self.suite.concurrency * 4
-        pool = ThreadPoolExecutor(max_workers=self.suite.concurrency, thread_name_prefix="oloproof-case")
+        window = self.concurrency * 4
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="oloproof-case")
         pending: dict = {}
         index = 0
         try:
@@ -131,11 +135,12 @@ class Executor:
             pool.shutdown(wait=False, cancel_futures=True)
 
     async def _run_async(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
-        gate_ = asyncio.Semaphore(self.suite.concurrency)
+        """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
+        todo = iter(range(len(cases)))
 
-        async def one(i: int) -> None:
-            case = cases[i]
-            async with gate_:
+        async def worker() -> None:
+            for i in todo:
+                case = cases[i]
                 recorder = Recorder(case)
                 start = time.perf_counter()
                 try:
@@ -145,16 +150,21 @@ class Executor:
                     raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
                 except ConfigError:
                     raise
-                except Exception as exc:
+                except CaseMissing as exc:
+                    result = (None, recorder, time.perf_counter() - start, exc.reason)
+                except Exception as exc:  # the system failed on this case: it is missing
                     result = (None, recorder, time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}")
-            done(i, self.finish(case, result))
+                done(i, self.finish(case, result))
 
-        tasks = [asyncio.ensure_future(one(i)) for i in range(len(cases))]
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, len(cases)))]
         try:
-            await asyncio.gather(*tasks)
+            await asyncio.gather(*workers)
         finally:
-            for task in tasks:
+            for task in workers:
                 task.cancel()
+            closer = getattr(self.system, "aclose", None)
+            if closer is not None:
+                await closer()
 
 
 class Progress:

@@ -83,12 +83,12 @@ class LocalStore:
 
     def save_run(self, header: dict, cases: Iterable[dict], summary: dict) -> None:
         """Write a whole run at once: either all of it is stored or none of it."""
-        rows = [(header["id"], i, c["id"], json.dumps(c, ensure_ascii=False, sort_keys=True))
+        # key order kept: judgments stay in the suite's evaluator order
+        rows = [(header["id"], i, c["id"], json.dumps(c, ensure_ascii=False))
                 for i, c in enumerate(cases)]
         with self._lock, self._transaction():
             self.db.execute("INSERT INTO runs (id, created, header, summary) VALUES (?, ?, ?, ?)",
-                            (header["id"], time.time(), json.dumps(header, sort_keys=True),
-                             json.dumps(summary, sort_keys=True)))
+                            (header["id"], time.time(), json.dumps(header), json.dumps(summary)))
             self.db.executemany("INSERT INTO run_cases (run_id, idx, case_id, record) VALUES (?, ?, ?, ?)", rows)
 
     def resolve_run(self, prefix: str) -> str:
