@@ -156,6 +156,31 @@ def export(run_id: str, config: str | None) -> None:
 
 
 @cli.command()
+@click.argument("candidate")
+@click.argument("baseline")
+@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False),
+              help="The comparison policy (version, confidence_level, block_on, rules).")
+@click.option("--slices", "show_slices", is_flag=True, help="List the exploratory slice differences.")
+@click.option("--allow-different-evaluators", is_flag=True,
+              help="Compare even if a criterion's evaluator config differs; its rules need manual review.")
+@config_option
+def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
+            allow_different_evaluators: bool, config: str | None) -> None:
+    """Compare CANDIDATE with BASELINE case by case and decide the comparison policy."""
+    from .compare import compare_runs, load_compare_policy
+
+    project = Project(config)
+    store = project.store
+    candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)
+    policy = load_compare_policy(Path(policy_file))
+    lines, code, object_id, record = compare_runs(store, project.plugins, candidate, baseline, policy,
+                                                  show_slices, allow_different_evaluators)
+    store.put_object("comparison", object_id, record)
+    _echo(lines)
+    sys.exit(int(code))
+
+
+@cli.command()
 @config_option
 def runs(config: str | None) -> None:
     """List the runs stored in this project."""

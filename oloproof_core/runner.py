@@ -335,6 +335,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, *, config_text: str = 
     else:
         state = ("DECIDED" if suite.policy is not None else "UNGATED") + "/COMPLETE"
     header["state"] = state
+    header["slices"] = [s.name for s in suite.slices]
+    header["min_slice_support"] = suite.min_slice_support
     header["confidence_level"] = confidence
     summary = {
         "state": state, "gate": verdict, "exit_code": int(exit_code), "caches": caches,
@@ -350,6 +352,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, *, config_text: str = 
         execution = r.execution or Execution(missing="interrupted")
         record = {"id": r.case.id, "case": r.case.to_data(), **execution.to_data(),
                   "judgments": {k: j.to_data() for k, j in r.judgments.items()}}
+        if suite.slices:
+            record["slices"] = {s.name: (s.key(r.case, r.execution) if r.execution else None) for s in suite.slices}
         records.append(record)
     store.save_run(header, records, summary)
     for r in results:

@@ -182,7 +182,8 @@ def planning_total(
     :param b: observed pass-to-fail pairs (baseline passed, candidate failed).
     :param c: observed fail-to-pass pairs.
     :param n: observed number of pairs, n >= b + c and n > 0.
-    :param margin: non-inferiority margin as a fraction (0.05 for 5.0 points), 0 <= margin < 1.
+    :param margin: non-inferiority margin as a fraction (0.05 for 5.0 points); the boundary is
+        ``-margin``, so a superiority rule with margin M passes ``-M`` (-1 < margin < 1).
     :param confidence: two-sided confidence level, strictly between 0 and 1.
     :param limit: largest total to try.
     :return: the smallest deciding total, or None when b + c == 0 or nothing up to ``limit``
@@ -191,8 +192,8 @@ def planning_total(
     alpha = _check_confidence(confidence)
     if n <= 0 or b < 0 or c < 0 or b + c > n:
         raise ValueError(f"need 0 <= b, 0 <= c, b + c <= n and n > 0, got b={b}, c={c}, n={n}")
-    if not 0.0 <= margin < 1.0:
-        raise ValueError(f"margin must be a fraction in [0, 1), got {margin!r} (5 points is 0.05)")
+    if not -1.0 < margin < 1.0:
+        raise ValueError(f"margin must be a fraction in (-1, 1), got {margin!r} (5 points is 0.05)")
     if b + c == 0:
         return None
     threshold = math.log(2.0 / alpha)
