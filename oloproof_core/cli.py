@@ -72,7 +72,10 @@ config_option = click.option("--config", "config", metavar="FILE", default=None,
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="oloproof")
 def cli() -> None:
-    """Evaluate a RAG or LLM system: run a suite, gate a release, compare runs, diagnose failures."""
+    """Evaluate a RAG or LLM system: run a suite, gate a release, compare runs, diagnose failures.
+
+    Add --debug to any command to see the traceback behind an error.
+    """
 
 
 @cli.command()
@@ -229,7 +232,15 @@ def plugins(config: str | None) -> None:
 
 
 def main() -> None:
-    """Entry point: run the command; user errors print one line and exit 2."""
+    """Entry point: run the command; user errors print one line and exit 2.
+
+    ``--debug`` (anywhere on the command line) or ``OLOPROOF_DEBUG=1`` adds the traceback.
+    """
+    import os
+
+    debug = "--debug" in sys.argv or os.environ.get("OLOPROOF_DEBUG") == "1"
+    if "--debug" in sys.argv:
+        sys.argv.remove("--debug")
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -241,6 +252,10 @@ def main() -> None:
         click.echo("Aborted.", err=True)
         sys.exit(ExitCode.INTERRUPTED)
     except OloproofError as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
         click.echo(f"error: {exc.render()}", err=True)
         sys.exit(ExitCode.USAGE)
     except KeyboardInterrupt:

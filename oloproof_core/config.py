@@ -146,7 +146,8 @@ def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, w
         return CONVERTER.structure(data, cls)
     except (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, ConfigError,
             ValueError, TypeError) as exc:
-        problems = _flatten(exc, path)
+        # an unknown key first: a misspelt key also makes its real name look missing
+        problems = sorted(_flatten(exc, path), key=lambda p: not isinstance(p[1], ForbiddenExtraKeysError))
         at, err = problems[0]
         where = doc.where(at) if doc else yaml_path(at)
         if isinstance(err, ForbiddenExtraKeysError):

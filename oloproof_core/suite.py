@@ -14,6 +14,7 @@ from .identity import canonical, digest
 from .gate import Policy, load_policy
 from .model import Case, Evaluator, Metric, Slice, System, SystemContext
 from .plugins import Plugins
+from .recording import source_fingerprint
 
 SYSTEM_KEYS = ("name", "version")
 
@@ -115,21 +116,22 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                               fix="give each evaluator its own `criterion:` name")
         metric_entry = plugins.metrics.get(evaluator.metric, where=doc.where(path))
         metrics[criterion] = metric_entry.factory()
+        # the evaluator's own code is part of its identity, so editing a plugin misses the cache
         identity = {"type": name, "options": unstructure(options),
-                    "plugin": [entry.distribution, entry.version]}
+                    "plugin": [entry.distribution, entry.version], "code": source_fingerprint(type(evaluator))}
         evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path)))
 
     slices = []
     for i, spec in enumerate(skeleton.slices):
         head, _, argument = spec.partition(".")
         entry = plugins.slices.get(head, where=doc.where(("slices", i)))
-        slice_ = entry.factory(argument or None)
-        check = getattr(slice_, "check", None)
-        if check is not None:
-            try:
+        try:
+            slice_ = entry.factory(argument or None)
+            check = getattr(slice_, "check", None)
+            if check is not None:
                 check(system)
-            except ConfigError as exc:
-                raise ConfigError(exc.problem, where=exc.where or doc.where(("slices", i)), fix=exc.fix) from None
+        except ConfigError as exc:
+            raise ConfigError(exc.problem, where=exc.where or doc.where(("slices", i)), fix=exc.fix) from None
         slices.append(slice_)
 
     policy = None
