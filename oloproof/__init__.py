@@ -17,11 +17,23 @@ from oloproof_core.model import (
     Passage,
     Retrieval,
     Summary,
+    StageCache,
     SystemContext,
     select,
 )
 from oloproof_core.relevance import latest, ranked_units, relevant_units, unit_key
-from oloproof_core.recording import Recorder, SystemInfo, current_case, source_fingerprint, system
+from oloproof_core.recording import (
+    RagSystemInfo,
+    Recorder,
+    SystemInfo,
+    call_with_recorder,
+    code_fingerprint,
+    current_case,
+    import_object,
+    rag_system,
+    source_fingerprint,
+    system,
+)
 from oloproof_core.registry import Registry
 from oloproof_core.identity import canonical, digest
 
@@ -41,17 +53,23 @@ __all__ = [
     "OloproofError",
     "Passage",
     "PluginError",
+    "RagSystemInfo",
     "Recorder",
     "Registry",
     "Retrieval",
+    "StageCache",
     "Summary",
     "SystemContext",
     "SystemInfo",
+    "call_with_recorder",
     "canonical",
+    "code_fingerprint",
     "current_case",
     "digest",
     "display",
     "hookimpl",
+    "import_object",
+    "rag_system",
     "latest",
     "ranked_units",
     "relevant_units",

@@ -88,7 +88,7 @@ def run(config: str | None) -> None:
 
     project = Project(config)
     doc, skeleton = project.skeleton()
-    suite = load_suite(project.config_path, project.plugins, doc, skeleton)
+    suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store)
     outcome = run_suite(suite, project.plugins, project.store)
     _echo(render_run(outcome, suite.min_slice_support))
     sys.exit(int(outcome.exit_code))

@@ -251,6 +251,20 @@ class SystemContext:
     name: str
     version: str
     project_dir: Any  # pathlib.Path of the project (the config file's directory)
+    cache: Any = None  # a StageCache: get(namespace, key) / put(namespace, key, value), or None
+
+
+class StageCache:
+    """A system's own caches (``retrieve``, ``generate``) kept in the project's store."""
+
+    def __init__(self, store: Any):
+        self.store = store
+
+    def get(self, namespace: str, key: str) -> Any:
+        return self.store.cache_get_many(f"stage:{namespace}", [key]).get(key)
+
+    def put(self, namespace: str, key: str, value: Any) -> None:
+        self.store.cache_put_many(f"stage:{namespace}", [(key, value)])
 
 
 def select(value: Any, path: str | None) -> Any:

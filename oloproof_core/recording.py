@@ -40,6 +40,67 @@ def system(*, name: str, version: str, records: Iterable[str] = ()) -> Callable:
     return decorate
 
 
+@frozen(kw_only=True)
+class RagSystemInfo:
+    """What ``@rag_system`` declares; ``system.rag`` in oloproof.yaml overrides any of it."""
+
+    name: str
+    version: str
+    depth: int | None = None
+    top_k: int | None = None
+    token_budget: int | None = None
+    index_version: str | None = None
+
+
+def rag_system(*, name: str, version: str, depth: int | None = None, top_k: int | None = None,
+               token_budget: int | None = None, index_version: str | None = None) -> Callable:
+    """Declare a class as a staged RAG system that Oloproof runs stage by stage.
+
+    The class has ``retrieve(input, depth) -> Retrieval``, ``generate(input, context) -> output``
+    and, when ``token_budget`` is set, ``count_tokens(passage) -> int``. Oloproof records the
+    retrieval as given, keeps the first ``top_k`` candidates, drops what exceeds the budget, and
+    passes the rest to ``generate``.
+    """
+
+    def decorate(cls: type) -> type:
+        cls.__oloproof_rag_system__ = RagSystemInfo(name=name, version=version, depth=depth, top_k=top_k,
+                                                    token_budget=token_budget, index_version=index_version)
+        return cls
+
+    return decorate
+
+
+def import_object(target: str) -> Any:
+    """Import ``module:attribute`` (dotted attributes allowed), with errors saying which part is wrong."""
+    import importlib
+
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise OloproofError(f"{target!r} is not module:attribute", fix="write e.g. `app:run`")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise OloproofError(f"cannot import module {module_name!r}: {exc}",
+                            fix=f"put {module_name}.py in the project directory or install it") from exc
+    obj = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise OloproofError(f"module {module_name!r} has no attribute {attr!r}",
+                                fix=f"define {attr} in {module_name}.py or fix the name") from None
+    return obj
+
+
+def code_fingerprint(obj: Any) -> str:
+    """sha256 of the source of one function or class (not its whole module)."""
+    try:
+        source = inspect.getsource(obj)
+    except (OSError, TypeError):
+        source = getattr(obj, "__qualname__", repr(obj))
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
 def source_fingerprint(obj: Any) -> str:
     """sha256 of the source file that defines ``obj``: editing the code changes it.
 

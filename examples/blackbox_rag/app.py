@@ -22,7 +22,8 @@ KNOWLEDGE_BASE = {
     "kb-02": "Invoices for every plan can be downloaded as PDF files from the billing page.",
     "kb-03": "Team plans include five seats. Additional seats can be added from the billing page at any time.",
     "kb-04": "Security reviews for Enterprise customers cover a penetration test report, the data processing "
-             "agreement and a questionnaire answered by the security team within ten business days.",
+             "agreement and a questionnaire answered by the security team within ten business days, with a "
+             "follow-up call booked for any open finding.",
     "kb-05": "Seats on a team plan can be reassigned by an admin from the members page.",
     "kb-06": "Support office hours are 09:00 to 17:00 CET on weekdays.",
     "kb-07": "Password resets are requested from the sign-in page, which sends a reset link by email.",

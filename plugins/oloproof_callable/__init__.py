@@ -5,12 +5,11 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from attrs import frozen
 
-from oloproof import ConfigError, SystemInfo, hookimpl, source_fingerprint
+from oloproof import ConfigError, OloproofError, SystemInfo, hookimpl, import_object, source_fingerprint
 
 
 @frozen(kw_only=True)
@@ -18,31 +17,14 @@ class Options:
     target: str  # "module:function"
 
 
-def load_target(target: str) -> Any:
-    """Import ``module:attribute``, with errors that say which part is wrong."""
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigError(f"{target!r} is not module:function", fix="write e.g. `callable: app:run`")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"cannot import module {module_name!r}: {exc}",
-                          fix=f"put {module_name}.py in the project directory or install it") from exc
-    obj = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ConfigError(f"module {module_name!r} has no attribute {attr!r}",
-                              fix=f"define {attr} in {module_name}.py or fix the name") from None
-    return obj
-
-
 class CallableSystem:
     """Calls the function with the case's ``input``; recording goes through ``current_case()``."""
 
     def __init__(self, options: Options, context: Any):
-        self.fn = load_target(options.target)
+        try:
+            self.fn = import_object(options.target)
+        except OloproofError as exc:
+            raise ConfigError(exc.problem, fix=exc.fix) from None
         info: SystemInfo | None = getattr(self.fn, "__oloproof_system__", None)
         if not callable(self.fn):
             raise ConfigError(f"{options.target} is not callable", fix="point callable: at a function")

@@ -1,0 +1,181 @@
+"""The ``rag`` system: a staged RAG class that Oloproof runs stage by stage.
+
+``retrieve`` is cached by the retrieval identity (name, retrieve's code, index_version, depth,
+input) and ``generate`` by (generate's code, input, the exact assembled context), so a change
+to top_k, the budget or generation never re-runs retrieval. Context assembly is Oloproof's:
+the first top_k candidates in the retriever's order, each kept while it fits the budget by the
+system's own ``count_tokens``; the rest dropped with reason ``top_k`` or ``token_budget``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from attrs import frozen
+
+from oloproof import (ArtifactError, ConfigError, Context, ContextItem, DroppedItem, OloproofError, Passage,
+                      Retrieval, code_fingerprint, digest, hookimpl, import_object)
+
+
+@frozen(kw_only=True)
+class Options:
+    object: str  # "module:Class"
+    depth: int | None = None
+    top_k: int | None = None
+    token_budget: int | None = None
+    index_version: str | None = None
+    citations_field: str | None = "citations"  # the output field recorded as citations/v1
+
+
+def _setting(options: Options, info: Any, name: str) -> Any:
+    value = getattr(options, name)
+    return value if value is not None else getattr(info, name, None)
+
+
+def retrieval_data(retrieval: Retrieval) -> dict:
+    return {"query": retrieval.query, "depth": retrieval.depth,
+            "candidates": [{k: v for k, v in (("doc_id", p.doc_id), ("score", p.score), ("text", p.text),
+                                              ("chunk_id", p.chunk_id)) if v is not None}
+                           for p in retrieval.candidates]}
+
+
+def retrieval_from(data: dict) -> Retrieval:
+    return Retrieval(query=data.get("query"), depth=data["depth"],
+                     candidates=tuple(Passage(**c) for c in data.get("candidates", ())))
+
+
+class RagSystem:
+    """Runs ``retrieve``, assembles the context, runs ``generate``; records all three artifacts.
+
+    Interventions use the stages directly: ``retrieve``, ``assemble`` (with another top_k, or
+    candidates a reranker reordered) and ``generate`` (with any context, uncached).
+    """
+
+    def __init__(self, options: Options, context: Any):
+        try:
+            cls = import_object(options.object)
+        except OloproofError as exc:
+            raise ConfigError(exc.problem, fix=exc.fix) from None
+        info = getattr(cls, "__oloproof_rag_system__", None)
+        self.depth = _setting(options, info, "depth")
+        self.top_k = _setting(options, info, "top_k") or self.depth
+        self.token_budget = _setting(options, info, "token_budget")
+        self.index_version = _setting(options, info, "index_version")
+        for name in ("retrieve", "generate"):
+            if not callable(getattr(cls, name, None)):
+                raise ConfigError(f"{options.object} has no {name}() method",
+                                  fix="define retrieve(input, depth) and generate(input, context)")
+        if not isinstance(self.depth, int) or self.depth < 1:
+            raise ConfigError(f"depth must be a whole number >= 1, got {self.depth!r}",
+                              fix="set depth in @rag_system(...) or under system.rag")
+        if not isinstance(self.top_k, int) or not 1 <= self.top_k <= self.depth:
+            raise ConfigError(f"top_k must be between 1 and depth ({self.depth}), got {self.top_k!r}",
+                              fix="set top_k <= depth")
+        if self.token_budget is not None and not callable(getattr(cls, "count_tokens", None)):
+            raise ConfigError(f"token_budget is set, but {options.object} has no count_tokens(passage); "
+                              "Oloproof never estimates tokens",
+                              fix="define count_tokens(passage) -> int on the class, or remove token_budget")
+        self.instance = cls()
+        self.name = context.name or (info.name if info else cls.__name__)
+        declared = context.version or (info.version if info else "0")
+        self.code = {stage: code_fingerprint(getattr(cls, stage))
+                     for stage in ("retrieve", "generate", "count_tokens") if hasattr(cls, stage)}
+        self.identity = {"kind": "rag", "name": self.name, "version": declared, "object": options.object,
+                         "depth": self.depth, "top_k": self.top_k, "token_budget": self.token_budget,
+                         "index_version": self.index_version, "code": self.code}
+        self.version = f"{declared}+{digest(self.code)[:12]}"
+        self.citations_field = options.citations_field
+        self.records = frozenset({"retrieval/v1", "context/v1"} | ({"citations/v1"} if options.citations_field else set()))
+        self.cache = context.cache
+        self._counts = {"retrieve": [0, 0], "generate": [0, 0]}
+        self._lock = threading.Lock()
+
+    # -- the stages -------------------------------------------------------------------------
+
+    def _cached(self, stage: str, key: str, use_cache: bool) -> Any:
+        found = self.cache.get(stage, key) if use_cache and self.cache is not None else None
+        if use_cache:
+            with self._lock:
+                self._counts[stage][0 if found is not None else 1] += 1
+        return found
+
+    def retrieve(self, case: Any, use_cache: bool = True) -> Retrieval:
+        key = digest({"name": self.name, "retrieve": self.code["retrieve"], "index_version": self.index_version,
+                      "depth": self.depth, "input": case.input})
+        found = self._cached("retrieve", key, use_cache)
+        if found is not None:
+            return retrieval_from(found)
+        retrieval = self.instance.retrieve(case.input, self.depth)
+        if not isinstance(retrieval, Retrieval):
+            raise ArtifactError(f"retrieve returned {type(retrieval).__name__}, not a Retrieval",
+                                fix="return Retrieval(query=..., depth=depth, candidates=(Passage(...), ...))")
+        if len(retrieval.candidates) > self.depth:
+            raise ArtifactError(f"retrieve returned {len(retrieval.candidates)} candidates for depth {self.depth}",
+                                fix="return at most depth candidates")
+        for i, passage in enumerate(retrieval.candidates):
+            if not isinstance(passage, Passage):
+                raise ArtifactError(f"retrieve returned candidates[{i}] = {passage!r}, not a Passage")
+        if self.cache is not None and use_cache:
+            self.cache.put("retrieve", key, retrieval_data(retrieval))
+        return retrieval
+
+    def tokens(self, passage: Passage) -> int:
+        count = self.instance.count_tokens(passage)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ArtifactError(f"count_tokens returned {count!r} for {passage.doc_id}, not a whole number >= 0")
+        return count
+
+    def assemble(self, retrieval: Retrieval, top_k: int | None = None,
+                 candidates: tuple[Passage, ...] | None = None) -> Context:
+        """Keep the first top_k candidates in order, each while it fits the budget; never reorder."""
+        top_k = top_k or self.top_k
+        items, dropped, used = [], [], 0
+        for position, passage in enumerate(candidates if candidates is not None else retrieval.candidates, 1):
+            if position > top_k:
+                dropped.append(DroppedItem(doc_id=passage.doc_id, position=position, reason="top_k",
+                                           chunk_id=passage.chunk_id))
+                continue
+            tokens = self.tokens(passage) if self.token_budget is not None else None
+            if tokens is not None and used + tokens > self.token_budget:
+                dropped.append(DroppedItem(doc_id=passage.doc_id, position=position, reason="token_budget",
+                                           chunk_id=passage.chunk_id))
+                continue
+            used += tokens or 0
+            items.append(ContextItem(doc_id=passage.doc_id, position=position, tokens=tokens, text=passage.text,
+                                     chunk_id=passage.chunk_id))
+        return Context(items=tuple(items), dropped=tuple(dropped), token_budget=self.token_budget)
+
+    def generate(self, case: Any, context: Context, use_cache: bool = True) -> Any:
+        given = [{"doc_id": i.doc_id, "chunk_id": i.chunk_id, "text": i.text} for i in context.items]
+        key = digest({"generate": self.code["generate"], "input": case.input, "context": given})
+        found = self._cached("generate", key, use_cache)
+        if found is not None:
+            return found["output"]
+        output = self.instance.generate(case.input, context)
+        if self.cache is not None and use_cache:
+            self.cache.put("generate", key, {"output": output})
+        return output
+
+    def record(self, recorder: Any, retrieval: Retrieval | None, context: Context, output: Any) -> None:
+        if retrieval is not None:
+            recorder.retrieval(retrieval)
+        recorder.context(context)
+        if self.citations_field:
+            cited = output.get(self.citations_field) if isinstance(output, dict) else None
+            recorder.citations(cited if cited is not None else [])
+
+    def execute(self, case: Any, recorder: Any) -> Any:
+        retrieval = self.retrieve(case)
+        context = self.assemble(retrieval)
+        output = self.generate(case, context)
+        self.record(recorder, retrieval, context, output)
+        return output
+
+    def stage_counts(self) -> dict:
+        return {stage: tuple(counts) for stage, counts in self._counts.items()}
+
+
+@hookimpl
+def oloproof_register_systems(registry):
+    registry.add("rag", RagSystem, options=Options, shorthand="object")
