@@ -184,6 +184,46 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
 
 
 @cli.command()
+@click.argument("run_id")
+@click.option("--intervention", required=True, metavar="NAME",
+              help="gold-context, top-k, reranker, or one a plugin adds.")
+@click.option("--criterion", required=True, metavar="NAME", help="Diagnose the cases that failed this criterion.")
+@click.option("--top-k", "top_k", type=int, default=None, help="top-k: the wider cut-off to replay with.")
+@click.option("--reranker", default=None, metavar="MODULE:FUNCTION", help="reranker: (input, candidates) -> candidates.")
+@click.option("--option", "extra", multiple=True, metavar="KEY=VALUE", help="An option of a plugin's intervention.")
+@config_option
+def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, reranker: str | None,
+             extra: tuple[str, ...], config: str | None) -> None:
+    """Re-execute RUN_ID's failed cases under an intervention, beside a control, and label them."""
+    from .config import structure
+    from .diagnose import Diagnosis
+    from .suite import load_suite
+
+    project = Project(config)
+    store = project.store
+    run_id = store.resolve_run(run_id)
+    doc, skeleton = project.skeleton()
+    suite = load_suite(project.config_path, project.plugins, doc, skeleton, store)
+    entry = project.plugins.interventions.get(intervention)
+    options = {k: v for k, v in (("top_k", top_k), ("reranker", reranker)) if v is not None}
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise OloproofError(f"--option {item!r} is not KEY=VALUE", fix="write --option key=value")
+        from ruamel.yaml import YAML
+
+        options[key] = YAML(typ="safe").load(value)
+    if entry.options is None:
+        if options:
+            raise OloproofError(f"intervention {intervention!r} takes no option {sorted(options)[0]!r}",
+                                fix="remove it")
+        made = entry.factory(None)
+    else:
+        made = entry.factory(structure(None, options, entry.options, (), what=f"intervention {intervention!r}"))
+    _echo(Diagnosis(suite, project.plugins, store, run_id, criterion).run(made))
+
+
+@cli.command()
 @config_option
 def runs(config: str | None) -> None:
     """List the runs stored in this project."""

@@ -57,9 +57,20 @@ def oloproof_register_metrics(registry: Any) -> None:
 def oloproof_register_interventions(registry: Any) -> None:
     """Add interventions that ``oloproof diagnose --intervention NAME`` applies to failed cases.
 
-    :param registry: call ``registry.add(name, factory, options=Options)``. ``factory(options)``
-        returns an object whose ``apply(system, case, execution)`` re-executes one case under the
-        intervention, beside a control that re-executes it unchanged.
+    :param registry: call ``registry.add(name, factory, options=Options)``. The command line's
+        ``--top-k``, ``--reranker`` and ``--option KEY=VALUE`` structure into ``Options``, and
+        ``factory(options)`` returns an intervention with:
+
+        - ``label`` (``"top-k 4"``), ``control_label`` (``"control"`` or ``"replay control"``);
+        - ``labels_by_recovery``: True when its recoveries label the failures (gold-context),
+          False when it confirms the labels of the run's latest gold-context diagnosis;
+        - ``supports(system) -> bool``: False for a system it cannot re-execute (a black box),
+          whose cases are then UNRESOLVED with ``intervention_unsupported``;
+        - ``check(system)``: raise ConfigError for options that cannot apply (exit 2);
+        - ``apply(system, case, record, recorder)`` and ``control(system, case, record, recorder)``:
+          re-execute one case under the intervention, and unchanged; ``record`` is the parent
+          run's record of the case, ``recorder`` takes the artifacts. A staged system offers
+          ``generate_with``, ``rerun`` and ``replay`` for this.
 
     .. versionadded:: 0.1
     """

@@ -140,6 +140,13 @@ class LocalStore:
         object_id, kind, record = rows[0]
         return object_id, kind, json.loads(record)
 
+    def list_objects(self, kind: str) -> list[tuple[str, dict]]:
+        """Every stored object of ``kind``, oldest first."""
+        with self._lock:
+            rows = self.db.execute("SELECT id, record FROM objects WHERE kind = ? ORDER BY created, rowid",
+                                   (kind,)).fetchall()
+        return [(object_id, json.loads(record)) for object_id, record in rows]
+
     def _transaction(self):
         return _Transaction(self.db)
 

@@ -172,6 +172,42 @@ class RagSystem:
         self.record(recorder, retrieval, context, output)
         return output
 
+    # -- what interventions call: every one bypasses the generate cache --------------------
+
+    def rerun(self, case: Any, recorder: Any) -> Any:
+        """Re-execute unchanged, generating afresh (a control)."""
+        retrieval = self.retrieve(case)
+        context = self.assemble(retrieval)
+        output = self.generate(case, context, use_cache=False)
+        self.record(recorder, retrieval, context, output)
+        return output
+
+    def generate_with(self, case: Any, context: Context, recorder: Any) -> Any:
+        """Generate from a given context (the gold passages, say), without retrieving."""
+        output = self.generate(case, context, use_cache=False)
+        self.record(recorder, None, context, output)
+        return output
+
+    def replay(self, case: Any, record: dict, recorder: Any, top_k: int | None = None,
+               rerank: Any = None) -> Any:
+        """Replay the run's recorded retrieval, never calling retrieve: reorder the candidates
+        with ``rerank(input, candidates)`` if given, assemble with ``top_k``, generate afresh."""
+        recorded = (record.get("artifacts") or {}).get("retrieval/v1")
+        if not recorded:
+            raise ArtifactError(f"case {case.id!r} has no recorded retrieval/v1 to replay")
+        retrieval = retrieval_from(recorded[-1])
+        candidates = None
+        if rerank is not None:
+            candidates = tuple(rerank(case.input, list(retrieval.candidates)))
+            for i, passage in enumerate(candidates):
+                if not isinstance(passage, Passage):
+                    raise ArtifactError(f"the reranker returned {passage!r} at {i}, not a Passage")
+        context = self.assemble(retrieval, top_k=top_k, candidates=candidates)
+        output = self.generate(case, context, use_cache=False)
+        self.record(recorder, retrieval if candidates is None else Retrieval(
+            query=retrieval.query, depth=retrieval.depth, candidates=candidates), context, output)
+        return output
+
     def stage_counts(self) -> dict:
         return {stage: tuple(counts) for stage, counts in self._counts.items()}
 

@@ -1,0 +1,259 @@
+"""Diagnose: re-execute a run's failed cases under an intervention, beside a control.
+
+Labels describe the selected cases only, as associations between a failure and a stage under
+an intervention; the output never claims a cause ("Implicated", "Candidate experiment" at most).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .errors import ConfigError
+from .identity import canonical, digest
+from .model import Case, Execution, Judgment
+from .recording import call_with_recorder
+from .relevance import latest, ranked_units, relevant_units
+from .runner import new_run_id, to_execution
+
+ORDER = ("RETRIEVAL_MISS", "RANKED_OUT", "CONTEXT_ASSEMBLY_LOSS", "GENERATION_FAILURE", "UNRESOLVED")
+DESCRIPTION = {
+    "RETRIEVAL_MISS": "recovered; no relevant evidence was retrieved",
+    "RANKED_OUT": "recovered; relevant evidence was retrieved below top-k",
+    "CONTEXT_ASSEMBLY_LOSS": "recovered; relevant evidence within top-k was left out of the context",
+    "GENERATION_FAILURE": "still failed with the gold context",
+}
+UNRESOLVED_WHY = {
+    "intervention_unsupported": "the system is not staged, so no case was re-executed",
+    "passed_in_control": "passed when re-executed unchanged, so it was unstable, not diagnosed",
+    "relevant_in_context": "recovered, though relevant evidence was already in the context",
+    "no_relevance_labels": "recovered, but without relevance labels no stage can be implicated",
+}
+FACTORS = {  # label -> (implicated factor, candidate experiments)
+    "CONTEXT_ASSEMBLY_LOSS": ("context budget", ("a larger token budget", "smaller chunks")),
+    "RANKED_OUT": ("ranking below top-k", ("a larger top-k", "a reranker")),
+    "RETRIEVAL_MISS": ("retrieval", ("query expansion or rewriting", "a different retriever or index")),
+}
+NO_GOLD_FIX = ("declare the passages that would have answered the case in its `expected.gold_context`, as a "
+               "list of `{doc_id, text}` objects; an intervention needs them to tell a retrieval failure from a "
+               "generation one")
+HYPOTHESIS = "This is a hypothesis to test, not an established cause."
+
+
+def best_position(case: Case, record: dict) -> int | str:
+    """The best relevant position in the run's recorded retrieval: a number, ``none`` (not
+    retrieved) or ``unknown`` (no labels or no recorded retrieval)."""
+    relevant = relevant_units(case)
+    retrieval = latest(Execution.from_data(record), "retrieval/v1")
+    if not relevant or retrieval is None:
+        return "unknown"
+    for position, unit in enumerate(ranked_units(retrieval), 1):
+        if unit in relevant:
+            return position
+    return "none"
+
+
+def gold_label(case: Case, record: dict, top_k: int, recovered: bool, control_passed: bool) -> tuple[str, str]:
+    """Recovery first, position second."""
+    if control_passed:
+        return "UNRESOLVED", "passed_in_control"
+    if not recovered:
+        return "GENERATION_FAILURE", "fails_with_gold_context"
+    position = best_position(case, record)
+    if position == "unknown":
+        return "UNRESOLVED", "no_relevance_labels"
+    if position == "none":
+        return "RETRIEVAL_MISS", "relevant_not_retrieved"
+    if position > top_k:
+        return "RANKED_OUT", "relevant_ranked_below_top_k"
+    context = latest(Execution.from_data(record), "context/v1") or {}
+    relevant = relevant_units(case) or {}
+    in_context = any(item.get("doc_id") in relevant or f"{item.get('doc_id')}#{item.get('chunk_id')}" in relevant
+                     for item in context.get("items", ()))
+    if in_context:
+        return "UNRESOLVED", "relevant_in_context"
+    return "CONTEXT_ASSEMBLY_LOSS", "relevant_dropped_from_context"
+
+
+class Diagnosis:
+    """One ``oloproof diagnose`` invocation over a stored run."""
+
+    def __init__(self, suite: Any, plugins: Any, store: Any, run_id: str, criterion: str):
+        self.suite, self.plugins, self.store, self.run_id, self.criterion = suite, plugins, store, run_id, criterion
+        self.header, _ = store.get_run(run_id)
+        if criterion not in self.header["evaluators"]:
+            raise ConfigError(f"run {run_id} has no criterion {criterion!r}",
+                              fix=f"use one of: {', '.join(self.header['evaluators'])}")
+        system = suite.system
+        if canonical(system.identity) != canonical(self.header["system"]["identity"]):
+            raise ConfigError(f"the system of {run_id} has changed since it ran (its code or settings), and diagnose "
+                              "re-executes that system", fix="run `oloproof run` again and diagnose the new run")
+        self.evaluator = next(s.evaluator for s in suite.evaluators if s.evaluator.criterion == criterion)
+        self.records = list(store.run_cases(run_id))
+        self.cases = {c.id: c for c in suite.cases}
+
+    def child_run(self, role: str, intervention: Any, selected: list[dict], apply: Any) -> tuple[str, dict]:
+        """Re-execute the selected cases (``apply`` is the intervention or its control), judge
+        them on the criterion and store the child run. Returns its id and case -> passed."""
+        run_id = new_run_id()
+        system = self.suite.system
+
+        def one(record: dict) -> tuple[dict, Execution, Judgment]:
+            case = self.cases[record["id"]]
+            start = time.perf_counter()
+            try:
+                output, recorder = call_with_recorder(lambda r: apply(system, case, record, r), case)
+            except (ConfigError,):
+                raise
+            except Exception as exc:  # noqa: BLE001 - a re-execution failing: that case is missing
+                from .errors import ArtifactError
+
+                if isinstance(exc, ArtifactError):
+                    raise
+                execution = Execution(missing=f"error: {type(exc).__name__}: {exc}")
+                return record, execution, Judgment.missing(execution.missing)
+            execution = to_execution(output, recorder, case, system, self.plugins, time.perf_counter() - start)
+            return record, execution, self.evaluator.evaluate(case, execution)
+
+        with ThreadPoolExecutor(max_workers=self.suite.concurrency) as pool:
+            results = list(pool.map(one, selected))
+        header = {"id": run_id, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "system": self.header["system"], "config": self.header.get("config"),
+                  "evaluators": {self.criterion: self.header["evaluators"][self.criterion]},
+                  "metrics": {self.criterion: self.header["metrics"][self.criterion]},
+                  "cases": len(selected), "state": "DIAGNOSTIC/COMPLETE", "parent": self.run_id,
+                  "role": role, "intervention": intervention.name, "slices": [], "min_slice_support": 0}
+        rows = [{"id": r["id"], "case": r["case"], **e.to_data(), "judgments": {self.criterion: j.to_data()}}
+                for r, e, j in results]
+        self.store.save_run(header, rows, {"state": header["state"], "gate": None, "metrics": {}, "decisions": [],
+                                           "caches": {}})
+        return run_id, {r["id"]: j.status == "pass" for r, _, j in results}
+
+    def latest_gold(self) -> tuple[str, dict] | None:
+        found = [(i, r) for i, r in self.store.list_objects("diagnosis")
+                 if r.get("run") == self.run_id and r.get("intervention") == "gold-context"
+                 and r.get("criterion") == self.criterion and r.get("children")]
+        return found[-1] if found else None
+
+    def run(self, intervention: Any) -> list[str]:
+        failed = [r for r in self.records if r["judgments"].get(self.criterion, {}).get("status") == "fail"]
+        selected = [r for r in failed if (self.cases.get(r["id"]) or _case(r)).expected.get("gold_context")]
+        excluded = [r for r in failed if r not in selected]
+        for r in selected:
+            if r["id"] not in self.cases:
+                raise ConfigError(f"case {r['id']!r} of {self.run_id} is no longer in the case file",
+                                  fix="diagnose a run of the current cases")
+        n = len(selected)
+        lines = [f"Selected: {n} failed cases with gold context (observed; no population claim)"]
+        if excluded:
+            lines.append(f"Excluded: {len(excluded)} failed cases, no_gold_context - {NO_GOLD_FIX}")
+        cases_out: list[dict] = []
+        record = {"kind": "diagnosis", "run": self.run_id, "intervention": intervention.name,
+                  "label": intervention.label, "criterion": self.criterion,
+                  "excluded": [{"id": r["id"], "reason": "no_gold_context"} for r in excluded]}
+        children: list[tuple[str, str]] = []
+        if not intervention.supports(self.suite.system):
+            for r in selected:
+                case = self.cases[r["id"]]
+                cases_out.append({"id": r["id"], "label": "UNRESOLVED", "reason": "intervention_unsupported",
+                                  "strength": "none", "position": best_position(case, r)})
+            if n:
+                lines.append(f"UNRESOLVED: {n} of {n}, {UNRESOLVED_WHY['intervention_unsupported']}")
+        elif n:
+            intervention.check(self.suite.system)
+            run_id, passed = self.child_run(intervention.label, intervention, selected, intervention.apply)
+            control_id, control_passed = self.child_run(intervention.control_label, intervention, selected,
+                                                        intervention.control)
+            recovered = [r["id"] for r in selected if passed[r["id"]]]
+            lines.append(f"Control: {sum(control_passed.values())} of {n} passed when re-executed without "
+                         "the intervention")
+            lines.append(f"Recovered under {intervention.label}: {len(recovered)} of {n}")
+            if intervention.labels_by_recovery:
+                for r in selected:
+                    case = self.cases[r["id"]]
+                    label, reason = gold_label(case, r, self.suite.system.top_k, passed[r["id"]],
+                                               control_passed[r["id"]])
+                    strength = ("intervention_recovery" if passed[r["id"]] else "intervention_non_recovery") \
+                        if label != "UNRESOLVED" else "none"
+                    cases_out.append({"id": r["id"], "label": label, "reason": reason, "strength": strength,
+                                      "position": best_position(case, r), "recovered": passed[r["id"]],
+                                      "control_passed": control_passed[r["id"]]})
+                lines += label_lines(cases_out, n) + implication_lines(cases_out)
+                children = [(intervention.label, run_id), (intervention.control_label, control_id)]
+            else:
+                gold = self.latest_gold()
+                carried = {c["id"]: c for c in gold[1]["cases"]} if gold else {}
+                ranked_out = [i for i, c in carried.items() if c["label"] == "RANKED_OUT"]
+                confirmed = [i for i in ranked_out if i in recovered]
+                lines.append(f"Confirmed under {intervention.label}: {len(confirmed)} of {len(ranked_out)} "
+                             "RANKED_OUT cases also recovered")
+                for r in selected:
+                    c = dict(carried.get(r["id"]) or {"label": "UNRESOLVED", "reason": "no_gold_context_diagnosis",
+                                                      "strength": "none",
+                                                      "position": best_position(self.cases[r["id"]], r)})
+                    c.update(id=r["id"], recovered=passed[r["id"]], control_passed=control_passed[r["id"]])
+                    cases_out.append(c)
+                if gold:
+                    gold_cases = gold[1]["cases"]
+                    done = sum(1 for c in gold_cases if c.get("recovered"))
+                    lines.append(f"Labels from gold context (diagnosis {gold[0]}): {done} of {len(gold_cases)} recovered")
+                    lines += label_lines(gold_cases, len(gold_cases))
+                    children = [tuple(pair) for pair in gold[1]["children"]]
+                else:
+                    lines.append("Labels from gold context: none yet; run `oloproof diagnose RUN_ID "
+                                 "--intervention gold-context` first")
+                children += [(intervention.label, run_id), (intervention.control_label, control_id)]
+        record.update(cases=sorted(cases_out, key=lambda c: c["id"]), children=[list(c) for c in children],
+                      summary=lines)
+        inspect = [f"{c['id']}: {c['label']}, {c['reason']}, strength {c['strength']}, best relevant position "
+                   f"{c['position']}" + ("" if intervention.labels_by_recovery or "recovered" not in c else
+                                        f", recovered under {intervention.label}: {'yes' if c['recovered'] else 'no'}")
+                   for c in record["cases"]]
+        inspect += [f"{e['id']}: not diagnosed, {e['reason']}" for e in sorted(record["excluded"], key=lambda e: e["id"])]
+        record["lines"] = inspect
+        object_id = "sha256:" + digest(record)
+        self.store.put_object("diagnosis", object_id, record)
+        lines.append(f"Diagnosis {object_id}")
+        if children:
+            lines.append("Child runs: " + ", ".join(f"{role} {run}" for role, run in children))
+        lines.append(f"Cases: oloproof inspect {object_id}")
+        return lines
+
+
+def _case(record: dict) -> Case:
+    data = record["case"]
+    return Case(id=data["id"], input=data["input"], expected=data.get("expected", {}),
+                metadata=data.get("metadata", {}))
+
+
+def label_lines(cases: list[dict], n: int) -> list[str]:
+    counts = Counter(c["label"] for c in cases)
+    lines = []
+    for label in ORDER:
+        if not counts[label]:
+            continue
+        if label == "UNRESOLVED":
+            reasons = Counter(c["reason"] for c in cases if c["label"] == label)
+            lines += [f"UNRESOLVED: {k} of {n}, {UNRESOLVED_WHY.get(reason, reason)}" for reason, k in reasons.items()]
+        else:
+            lines.append(f"{label}: {counts[label]} of {n}, {DESCRIPTION[label]}")
+    return lines
+
+
+def implication_lines(cases: list[dict]) -> list[str]:
+    """The strongest words diagnosis uses: "Implicated" and "Candidate experiment"."""
+    recovered = [c for c in cases if c["label"] in FACTORS]
+    if recovered:
+        counts = Counter(c["label"] for c in recovered)
+        top = max(FACTORS, key=lambda label: (counts[label], -list(FACTORS).index(label)))
+        factor, experiments = FACTORS[top]
+        total = sum(1 for c in cases if c.get("recovered"))
+        lines = [f"Implicated: {factor}, in {counts[top]} of the {total} recovered failures."]
+        return lines + [f"Candidate experiment: {e}. {HYPOTHESIS}" for e in experiments]
+    generation = [c for c in cases if c["label"] == "GENERATION_FAILURE"]
+    if generation:
+        return [f"Implicated: generation, in {len(generation)} of the {len(cases)} selected failures.",
+                f"Candidate experiment: a prompt or model change. {HYPOTHESIS}"]
+    return []

@@ -1,0 +1,52 @@
+"""The ``reranker`` intervention: replay the recorded retrieval through your reranker.
+
+``--reranker module:function``, a function ``(input, candidates) -> candidates``. Never calls
+the retriever; its control replays the same retrieval unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import frozen
+
+from oloproof import ConfigError, OloproofError, hookimpl, import_object
+
+
+@frozen(kw_only=True)
+class Options:
+    reranker: str  # "module:function"
+
+
+class Reranker:
+    name = "reranker"
+    labels_by_recovery = False
+    control_label = "replay control"
+
+    def __init__(self, options: Options):
+        self.target = options.reranker
+        self.label = f"reranker {options.reranker}"
+        self.function = None
+
+    def supports(self, system: Any) -> bool:
+        return callable(getattr(system, "replay", None))
+
+    def check(self, system: Any) -> None:
+        try:
+            self.function = import_object(self.target)
+        except OloproofError as exc:
+            raise ConfigError(f"--reranker: {exc.problem}", fix=exc.fix) from None
+        if not callable(self.function):
+            raise ConfigError(f"--reranker {self.target} is not a function",
+                              fix="point it at a function (input, candidates) -> candidates")
+
+    def apply(self, system: Any, case: Any, record: dict, recorder: Any) -> Any:
+        return system.replay(case, record, recorder, rerank=self.function)
+
+    def control(self, system: Any, case: Any, record: dict, recorder: Any) -> Any:
+        return system.replay(case, record, recorder)
+
+
+@hookimpl
+def oloproof_register_interventions(registry):
+    registry.add("reranker", Reranker, options=Options)

@@ -1,0 +1,49 @@
+"""The ``top-k`` intervention: replay the recorded retrieval with a wider cut-off.
+
+Never calls the retriever. Its control replays the same retrieval with the run's own top_k.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import frozen
+
+from oloproof import ConfigError, hookimpl
+
+
+@frozen(kw_only=True)
+class Options:
+    top_k: int
+
+
+class TopK:
+    name = "top-k"
+    labels_by_recovery = False  # confirms the labels of the run's gold-context diagnosis
+    control_label = "replay control"
+
+    def __init__(self, options: Options):
+        self.top_k = options.top_k
+        self.label = f"top-k {options.top_k}"
+
+    def supports(self, system: Any) -> bool:
+        return callable(getattr(system, "replay", None))
+
+    def check(self, system: Any) -> None:
+        if self.top_k <= system.top_k:
+            raise ConfigError(f"--top-k {self.top_k} is not above the run's top_k {system.top_k}",
+                              fix=f"pass a larger --top-k, up to the depth {system.depth}")
+        if self.top_k > system.depth:
+            raise ConfigError(f"--top-k {self.top_k} is beyond the recorded depth {system.depth}",
+                              fix=f"pass --top-k {system.depth} at most; a replay has only the recorded candidates")
+
+    def apply(self, system: Any, case: Any, record: dict, recorder: Any) -> Any:
+        return system.replay(case, record, recorder, top_k=self.top_k)
+
+    def control(self, system: Any, case: Any, record: dict, recorder: Any) -> Any:
+        return system.replay(case, record, recorder)
+
+
+@hookimpl
+def oloproof_register_interventions(registry):
+    registry.add("top-k", TopK, options=Options)
