@@ -1,0 +1,92 @@
+"""Contracts of the plugin framework: builtins registered like third parties, documented hooks,
+plugins that import only the public API, and modules that do nothing at import time."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "__init__.py").is_file())
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_every_builtin_is_an_entry_point_and_a_package():
+    entry_points = PYPROJECT["project"]["entry-points"]["oloproof"]
+    packages = PYPROJECT["tool"]["setuptools"]["packages"]
+    package_dir = PYPROJECT["tool"]["setuptools"]["package-dir"]
+    registered = set(entry_points.values())
+    for plugin in PLUGINS:
+        assert plugin.name in registered, f"{plugin.name} has no entry point in [project.entry-points.oloproof]"
+        assert plugin.name in packages, f"{plugin.name} is not in [tool.setuptools] packages"
+        assert package_dir.get(plugin.name) == f"plugins/{plugin.name}"
+    assert registered == {p.name for p in PLUGINS}
+
+
+def test_builtins_are_found_through_installed_entry_point_metadata():
+    from importlib_metadata import entry_points
+
+    found = {ep.value for ep in entry_points(group="oloproof") if ep.dist and ep.dist.name == "oloproof"}
+    assert {p.name for p in PLUGINS} <= found
+
+
+@pytest.mark.parametrize("plugin", PLUGINS, ids=lambda p: p.name)
+def test_plugins_import_only_the_public_api(plugin):
+    others = {p.name for p in PLUGINS} - {plugin.name}
+    for source in plugin.rglob("*.py"):
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                assert top != "oloproof_core", f"{source.name}:{node.lineno} imports the engine ({name})"
+                assert top not in others, f"{source.name}:{node.lineno} imports another plugin ({name})"
+
+
+def test_every_hookspec_is_documented_with_its_exact_signature():
+    from oloproof_core import hookspecs
+
+    docs = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    specs = [f for name, f in vars(hookspecs).items() if name.startswith("oloproof_") and callable(f)]
+    assert len(specs) >= 10
+    for spec in specs:
+        signature = str(inspect.signature(spec)).replace("'", "")
+        assert f"### `{spec.__name__}{signature}`" in docs, f"docs/plugins.md lacks {spec.__name__}{signature}"
+        assert spec.__doc__ and ".. versionadded::" in spec.__doc__
+
+
+def test_every_cli_command_is_in_the_readme_or_docs():
+    from oloproof_core.cli import cli
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8") + "".join(
+        p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))
+    for name in cli.commands:
+        assert f"oloproof {name}" in text, f"`oloproof {name}` is documented nowhere"
+
+
+MODULES = ["oloproof", "oloproof_core.cli", "oloproof_core.runner", "oloproof_core.compare",
+           "oloproof_core.diagnose", *[p.name for p in PLUGINS]]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_module_imports_on_its_own_without_warnings(module):
+    proc = subprocess.run([sys.executable, "-W", "error", "-c", f"import {module}"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_nothing_heavy_happens_at_import_time():
+    code = ("import sys, oloproof, oloproof_core.cli; "
+            "heavy = [m for m in ('scipy', 'httpx', 'ruamel.yaml', 'sqlite3') if m in sys.modules]; "
+            "print(','.join(heavy))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == ""
