@@ -30,8 +30,9 @@ FLUSH_SECONDS = 0.5  # how often finished executions are written to the cache
 @frozen(kw_only=True)
 class CaseResult:
     case: Case
-    execution: Execution
+    execution: Execution | None  # None: the run was interrupted before this case finished
     judgments: dict  # criterion -> Judgment
+    slices: dict = field(factory=dict)  # slice name -> group (None: not in any group)
 
 
 @frozen(kw_only=True)
@@ -115,6 +116,10 @@ class Executor:
     def run(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
         if hasattr(self.system, "aexecute"):
             asyncio.run(self._run_async(cases, done))
+            return
+        if self.concurrency == 1:  # no thread hand-offs: cheaper, and a debugger sees the system
+            for i, case in enumerate(cases):
+                done(i, self.finish(case, self._one(case)))
             return
         window = self.concurrency * 4
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="oloproof-case")
@@ -289,7 +294,7 @@ def summarize(suite: Suite, results: list[CaseResult], confidence: float) -> tup
     for slice_ in suite.slices:
         groups: dict[str, list[CaseResult]] = {}
         for result in results:
-            key = slice_.key(result.case, result.execution) if result.execution is not None else None
+            key = result.slices.get(slice_.name)
             if key is not None:
                 groups.setdefault(key, []).append(result)
         for key in sorted(groups):
@@ -301,7 +306,7 @@ def summarize(suite: Suite, results: list[CaseResult], confidence: float) -> tup
     return summaries, rows
 
 
-def run_suite(suite: Suite, plugins: Plugins, store: Any, *, config_text: str = "") -> RunOutcome:
+def run_suite(suite: Suite, plugins: Plugins, store: Any) -> RunOutcome:
     """Execute, judge, summarise, decide and store one run."""
     run_id = new_run_id()
     system = suite.system
@@ -316,7 +321,9 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, *, config_text: str = 
     plugins.pm.hook.oloproof_run_started(run=header)
     executions, interrupted = execute_cases(suite, plugins, store, caches)
     judgments = judge_cases(suite, store, executions, caches)
-    results = [CaseResult(case=c, execution=e, judgments=j) for c, e, j in zip(suite.cases, executions, judgments)]
+    results = [CaseResult(case=c, execution=e, judgments=j,
+                          slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
+               for c, e, j in zip(suite.cases, executions, judgments)]
     stage_counts = getattr(system, "stage_counts", None)
     if stage_counts is not None:
         caches["stages"] = stage_counts()
@@ -352,12 +359,14 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, *, config_text: str = 
         execution = r.execution or Execution(missing="interrupted")
         record = {"id": r.case.id, "case": r.case.to_data(), **execution.to_data(),
                   "judgments": {k: j.to_data() for k, j in r.judgments.items()}}
-        if suite.slices:
-            record["slices"] = {s.name: (s.key(r.case, r.execution) if r.execution else None) for s in suite.slices}
+        if r.slices:
+            record["slices"] = r.slices
         records.append(record)
     store.save_run(header, records, summary)
-    for r in results:
-        plugins.pm.hook.oloproof_case_finished(run=header, case=r.case, execution=r.execution, judgments=r.judgments)
+    if plugins.pm.hook.oloproof_case_finished.get_hookimpls():  # no per-case cost when nobody listens
+        for r in results:
+            plugins.pm.hook.oloproof_case_finished(run=header, case=r.case, execution=r.execution,
+                                                   judgments=r.judgments)
     plugins.pm.hook.oloproof_run_finished(run=header, summary=summary)
     return RunOutcome(run_id=run_id, header=header, results=results, summaries=summaries, slices=slice_rows,
                       decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches)
