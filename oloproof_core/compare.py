@@ -1,26 +1,32 @@
 """Compare two runs case by case: paired differences, decision rules, planning lines.
 
 Cases pair by id. Per criterion, a pair counts when both judgments are observed; pairs with a
-missing or excluded judgment are counted, with reasons, and never silently dropped.
+missing or excluded judgment are counted, with reasons, and never silently dropped. A missing
+pair never helps a rule PASS. See ``docs/compare.md``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
 from . import stats
-from .config import Document, structure
+from .config import Document
 from .display import points_cells
 from .errors import ConfigError, ExitCode
-from .gate import Policy, Rule, gate, load_policy
+from .gate import Policy, Rule, decide_rule, gate, load_policy
 from .identity import digest
+from .model import Judgment
 
 COMPARE_KINDS = ("non-inferiority", "superiority", "floor")
 PLANNING_LIMIT = 100_000
+# Which rule fields each compare kind reads; any other field set on a rule is a mistake.
+KIND_FIELDS = {"non-inferiority": {"margin"}, "superiority": {"margin"}, "floor": {"min"}}
+RULE_BOUNDS = ("min", "max", "max_failures", "margin")
 
 
 @frozen(kw_only=True)
@@ -30,13 +36,16 @@ class Paired:
     criterion: str
     candidate: list[float]  # observed values, pair by pair
     baseline: list[float]
-    missing: Counter
-    excluded: Counter
-    candidate_all: list[dict]  # every candidate judgment of a paired case (for floor rules)
+    missing: Counter  # reason (and which run) -> pairs
+    excluded: Counter  # reason -> pairs
 
     @property
     def n(self) -> int:
         return len(self.candidate)
+
+    @property
+    def n_missing(self) -> int:
+        return sum(self.missing.values())
 
     @property
     def discordant(self) -> tuple[int, int] | None:
@@ -48,45 +57,49 @@ class Paired:
         return b, c
 
     def interval(self, confidence: float, impute: float | None = None) -> tuple[float, float, float]:
-        """Mean difference and interval; ``impute`` adds the missing pairs at that difference."""
-        extra = sum(self.missing.values()) if impute is not None else 0
-        cand = self.candidate + ([max(impute, 0.0)] * extra if extra else [])
-        base = self.baseline + ([max(-impute, 0.0)] * extra if extra else [])
+        """Mean difference and interval; ``impute`` (-1 or +1) adds each missing pair at that difference."""
+        extra = self.n_missing if impute is not None else 0
+        cand = self.candidate + [max(impute, 0.0)] * extra if extra else self.candidate
+        base = self.baseline + [max(-impute, 0.0)] * extra if extra else self.baseline
         return stats.paired_difference(cand, base, confidence)
 
 
-def pair(criterion: str, candidate: dict[str, dict], baseline: dict[str, dict], ids: Sequence[str],
-         slice_filter: set[str] | None = None) -> Paired:
-    cand, base, missing, excluded, cand_all = [], [], Counter(), Counter(), []
+def _side(x: dict, y: dict, status: str) -> tuple[str, str]:
+    """The reason a pair has ``status`` and the run(s) it comes from."""
+    if x["status"] == status:
+        return x.get("reason") or status, "both runs" if y["status"] == status else "candidate run"
+    return y.get("reason") or status, "baseline run"
+
+
+def pair(criterion: str, candidate: dict[str, dict], baseline: dict[str, dict], ids: Sequence[str]) -> Paired:
+    """Pair one criterion's judgments over ``ids`` (case ids present in both runs)."""
+    cand, base, missing, excluded = [], [], Counter(), Counter()
     for case_id in ids:
-        if slice_filter is not None and case_id not in slice_filter:
-            continue
         x, y = candidate[case_id]["judgments"].get(criterion), baseline[case_id]["judgments"].get(criterion)
-        cand_all.append(x)
         if x is None or y is None:
-            missing["not_judged"] += 1
-        elif x["status"] == "excluded" or y["status"] == "excluded":
-            excluded[(x if x["status"] == "excluded" else y).get("reason") or "excluded"] += 1
-        elif x["status"] == "missing" or y["status"] == "missing":
-            missing[(x if x["status"] == "missing" else y).get("reason") or "missing"] += 1
+            missing[("not_judged", "candidate run" if x is None else "baseline run")] += 1
+        elif "excluded" in (x["status"], y["status"]):
+            excluded[_side(x, y, "excluded")[0]] += 1
+        elif "missing" in (x["status"], y["status"]):
+            missing[_side(x, y, "missing")] += 1
         else:
             cand.append(float(x["value"]))
             base.append(float(y["value"]))
-    return Paired(criterion=criterion, candidate=cand, baseline=base, missing=missing, excluded=excluded,
-                  candidate_all=cand_all)
+    return Paired(criterion=criterion, candidate=cand, baseline=base, missing=missing, excluded=excluded)
 
 
-def metric_line(p: Paired, confidence: float) -> list[str]:
+def metric_line(p: Paired, confidence: float, interval: bool = True) -> list[str]:
+    """``answer_correct: +6.7 points [-26.5, +40.8] · 15 paired · 0 missing · 0 excluded`` and the reasons."""
     head = f"{p.criterion}: "
     if p.n:
         diff, low, high = p.interval(confidence)
-        value, interval = points_cells(diff, low, high)
-        head += f"{value} {interval}"
+        value, bounds = points_cells(diff, low, high)
+        head += f"{value} {bounds}" if interval else value
     else:
         head += "no paired observations"
-    lines = [f"{head} · {p.n} paired · {sum(p.missing.values())} missing · {sum(p.excluded.values())} excluded"]
+    lines = [f"{head} · {p.n} paired · {p.n_missing} missing · {sum(p.excluded.values())} excluded"]
     lines += [f"  excluded {n}: {reason}" for reason, n in sorted(p.excluded.items())]
-    lines += [f"  missing {n}: {reason}" for reason, n in sorted(p.missing.items())]
+    lines += [f"  missing {n}: {reason} ({where})" for (reason, where), n in sorted(p.missing.items())]
     return lines
 
 
@@ -104,18 +117,21 @@ def describe(rule: Rule) -> str:
     return f"{rule.kind}, margin {rule.margin or 0.0:.1f} points"
 
 
-def decide(rule: Rule, p: Paired, confidence: float, metric: Any, changed: bool) -> Decision:
-    """One compare rule. Missing pairs never help: PASS must hold with each missing pair at the
-    worst difference, FAIL with each at the best."""
+def decide(rule: Rule, p: Paired, confidence: float, metric: Any, changed: bool,
+           candidate_judgments: Sequence[Judgment]) -> Decision:
+    """One compare rule.
+
+    A floor reads the candidate's own judgments (every case of the candidate run), like a run's
+    ``min`` rule. Paired rules compare the interval of the mean difference with the boundary
+    (-margin for non-inferiority, +margin for superiority). Missing pairs never help: PASS must
+    hold with each missing pair at the worst difference (-1), FAIL with each at the best (+1).
+    """
+    if rule.kind == "floor":
+        # The baseline plays no part, so a criterion defined differently in it does not matter.
+        d = decide_rule(Rule(id=rule.id, metric=rule.metric, min=rule.min), candidate_judgments, metric, confidence)
+        return Decision(rule=rule, verdict=d.verdict, reason=d.reason)
     if changed:
         return Decision(rule=rule, verdict="MANUAL_REVIEW", reason="evaluator_changed")
-    if rule.kind == "floor":
-        from .gate import decide_rule
-        from .model import Judgment
-
-        judgments = [Judgment.from_data(j) for j in p.candidate_all if j is not None]
-        d = decide_rule(Rule(id=rule.id, metric=rule.metric, min=rule.min), judgments, metric, confidence)
-        return Decision(rule=rule, verdict=d.verdict, reason=d.reason)
     if p.n == 0:
         return Decision(rule=rule, verdict="INSUFFICIENT_EVIDENCE", reason="no_paired_cases")
     margin = (rule.margin or 0.0) / 100.0
@@ -127,46 +143,69 @@ def decide(rule: Rule, p: Paired, confidence: float, metric: Any, changed: bool)
     if best_high < boundary:
         return Decision(rule=rule, verdict="FAIL", reason="interval_below_margin")
     _, low, high = p.interval(confidence)
-    if sum(p.missing.values()) and (low > boundary or high < boundary):
+    if p.n_missing and (low > boundary or high < boundary):
         return Decision(rule=rule, verdict="INSUFFICIENT_EVIDENCE", reason="missing_cases_could_change_it")
     return Decision(rule=rule, verdict="INSUFFICIENT_EVIDENCE", reason="interval_overlaps_margin",
                     planning=planning_line(p, -boundary, confidence))
 
 
 def planning_line(p: Paired, margin: float, confidence: float) -> str | None:
-    """How many more pairs would decide the rule if the observed difference and discordance held."""
+    """How many more pairs would decide the rule if the observed difference and discordance held.
+
+    :param margin: the boundary as ``-margin`` (a fraction), as :func:`stats.planning_total` takes it.
+    :return: the line, or None for scores or when no pair is discordant (nothing to scale).
+    """
     counts = p.discordant
     if counts is None or sum(counts) == 0:
-        return None  # scores, or no discordant pair: nothing to scale
+        return None
     b, c = counts
     total = stats.planning_total(b, c, p.n, margin, confidence, limit=PLANNING_LIMIT)
-    share = round(100 * (b + c) / p.n)
+    share = int(stats.round_half_up(100 * (b + c) / p.n, 0))
     if total is None:
-        return (f"no total up to {PLANNING_LIMIT} paired cases would decide it, "
+        return (f"no total up to {PLANNING_LIMIT:,} paired cases would decide it, "
                 f"if the difference holds ({share}% discordance)")
     return (f"about {total - p.n} more paired cases would decide it, if the difference holds "
             f"({total} in total at {share}% discordance)")
 
 
-def load_compare_policy(path: Any) -> Policy:
+def load_compare_policy(path: Path) -> Policy:
+    """Load a compare policy: every rule has a compare kind and exactly the fields that kind reads."""
     doc = Document.load(path)
+    rules = doc.data.get("rules") if isinstance(doc.data, dict) else None
+    for i, raw in enumerate(rules if isinstance(rules, list) else []):
+        if isinstance(raw, dict) and "kind" not in raw:  # else the run policy's `interval` default applies
+            raise ConfigError("a compare rule needs a kind", where=doc.where(("rules", i)),
+                              fix=f"add `kind:` with one of: {', '.join(COMPARE_KINDS)}")
     policy = load_policy(doc, doc.data, path.parent, ())
     for i, rule in enumerate(policy.rules):
-        where = policy.where.get(rule.id)
+        at = ("rules", i)
         if rule.kind not in COMPARE_KINDS:
             raise ConfigError(f"rule {rule.id!r} has kind {rule.kind!r}, which compare does not decide",
-                              where=where, fix=f"use one of: {', '.join(COMPARE_KINDS)}")
+                              where=doc.where(at + ("kind",)), fix=f"use one of: {', '.join(COMPARE_KINDS)}")
+        for name in RULE_BOUNDS:
+            if getattr(rule, name) is not None and name not in KIND_FIELDS[rule.kind]:
+                raise ConfigError(f"rule {rule.id!r} of kind {rule.kind} does not read {name}",
+                                  where=doc.where(at + (name,)),
+                                  fix=f"remove {name}; a {rule.kind} rule takes "
+                                      f"{' and '.join(sorted(KIND_FIELDS[rule.kind]))}")
         if rule.kind == "floor" and rule.min is None:
-            raise ConfigError(f"rule {rule.id!r} of kind floor needs min", where=where, fix="add `min: 0.70`")
+            raise ConfigError(f"rule {rule.id!r} of kind floor needs min", where=doc.where(at),
+                              fix="add `min: 0.70` (a fraction: 70%)")
+        if rule.kind == "floor" and not 0.0 <= rule.min <= 1.0:
+            raise ConfigError(f"min must be a fraction between 0 and 1, got {rule.min}",
+                              where=doc.where(at + ("min",)), fix="write min: 0.70 for 70%")
         if rule.kind != "floor" and rule.margin is not None and not 0 <= rule.margin < 100:
-            raise ConfigError(f"margin is in points, between 0 and 100, got {rule.margin}", where=where,
-                              fix="write margin: 5.0 for five points")
+            raise ConfigError(f"margin is in points, at least 0 and below 100, got {rule.margin}",
+                              where=doc.where(at + ("margin",)), fix="write margin: 5.0 for five points")
     return policy
 
 
 def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, policy: Policy,
                  show_slices: bool, allow_different: bool) -> tuple[list[str], ExitCode, str, dict]:
-    """The printed comparison, its exit code, and its content id and record."""
+    """The printed comparison, its exit code, and its content id and record.
+
+    The id does not depend on ``show_slices``: the stored record always lists the slice lines.
+    """
     cand_header, _ = store.get_run(candidate_id)
     base_header, _ = store.get_run(baseline_id)
     cand = {r["id"]: r for r in store.run_cases(candidate_id)}
@@ -174,13 +213,14 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     ids = [i for i in cand if i in base]
     if not ids:
         raise ConfigError(f"{candidate_id} and {baseline_id} share no case ids, so no case can be paired",
-                          fix="compare two runs of the same suite")
+                          fix="compare two runs of the same suite (cases pair by their id)")
     criteria = [c for c in cand_header["evaluators"] if c in base_header["evaluators"]]
     changed = {c for c in criteria if cand_header["evaluators"][c] != base_header["evaluators"][c]}
     if changed and not allow_different:
         raise ConfigError(f"criterion {sorted(changed)[0]!r} is defined differently in the two runs "
                           "(same name, different evaluator config)",
-                          fix="compare runs of the same evaluators, or pass --allow-different-evaluators")
+                          fix="compare runs of the same evaluators, or pass --allow-different-evaluators "
+                              "(its rules then need manual review)")
     for rule in policy.rules:
         if rule.metric not in criteria:
             raise ConfigError(f"rule {rule.id!r} names metric {rule.metric!r}, which the two runs do not share",
@@ -190,56 +230,65 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     only_c, only_b = [i for i in cand if i not in base], [i for i in base if i not in cand]
     if only_c or only_b:
         body.append(f"Unpaired: {len(only_c)} only in {candidate_id}, {len(only_b)} only in {baseline_id}")
+    unshared = [f"{c} only in {run}" for run, header, other in ((candidate_id, cand_header, base_header),
+                                                                 (baseline_id, base_header, cand_header))
+                for c in header["evaluators"] if c not in other["evaluators"]]
+    if unshared:
+        body.append(f"Not compared: {'; '.join(unshared)}")
     paired = {c: pair(c, cand, base, ids) for c in criteria}
     for c in criteria:
-        body += metric_line(paired[c], confidence)
+        changed_note = ["  evaluator config differs between the runs"] if c in changed else []
+        body += metric_line(paired[c], confidence) + changed_note
 
-    slice_lines = []
-    support = cand_header.get("min_slice_support", 10)
-    for name in cand_header.get("slices", []):
-        groups: dict[str, set[str]] = {}
-        for i in ids:
-            key = (cand[i].get("slices") or {}).get(name)
-            if key is not None:
-                groups.setdefault(key, set()).add(i)
-        for key in sorted(groups):
-            for c in criteria:
-                p = pair(c, cand, base, ids, groups[key])
-                if not p.n:
-                    continue
-                line = metric_line(p, confidence)[0]
-                if p.n < support:  # too few pairs for an interval worth printing
-                    head, _, tail = line.partition(" · ")
-                    line = head.split(" [")[0] + " · " + tail
-                slice_lines.append(f"  {name}={key} · {line}")
-    if show_slices:
-        body += ["Exploratory slice differences (never gate)", *slice_lines]
-    else:
-        body.append(f"{len(slice_lines)} exploratory slice differences not shown; add --slices to list them")
+    slice_lines = _slice_lines(cand_header, cand, base, ids, criteria, confidence)
+    listed = ["Exploratory slice differences (never gate)", *slice_lines]
+    counted = [f"{len(slice_lines)} exploratory slice differences not shown; add --slices to list them"]
 
-    metrics = {}
-    for c in criteria:
-        metric_name = cand_header.get("metrics", {}).get(c, "proportion")
-        metrics[c] = plugins.metrics.get(metric_name).factory()
-    decisions = [decide(r, paired[r.metric], confidence, metrics[r.metric], r.metric in changed)
-                 for r in policy.rules]
-    body.append("Decisions")
+    metrics = {c: plugins.metrics.get(cand_header.get("metrics", {}).get(c, "proportion")).factory()
+               for c in criteria}
+    decisions = []
+    for rule in policy.rules:
+        judgments = [Judgment.from_data(r["judgments"][rule.metric]) for r in cand.values()
+                     if rule.metric in r["judgments"]]
+        decisions.append(decide(rule, paired[rule.metric], confidence, metrics[rule.metric],
+                                rule.metric in changed, judgments))
+    tail = ["Decisions"]
     for d in decisions:
-        body.append(f"  {d.rule.id}  {d.rule.metric}  {describe(d.rule)}  {d.verdict}  {d.reason}")
+        tail.append(f"  {d.rule.id}  {d.rule.metric}  {describe(d.rule)}  {d.verdict}  {d.reason}")
         if d.planning:
-            body.append(f"    {d.planning}")
+            tail.append(f"    {d.planning}")
     verdict, code = gate([_GateView(d.verdict) for d in decisions], policy.block_on)
-    body.append(f"Gate: {verdict} (exit {int(code)})")
+    tail.append(f"Gate: {verdict} (exit {int(code)})")
 
     from .runner import _policy_data
 
+    full = body + listed + tail
     record = {"kind": "comparison", "candidate": candidate_id, "baseline": baseline_id,
-              "policy": _policy_data(policy), "slices_shown": show_slices, "lines": body,
+              "policy": _policy_data(policy), "lines": full,
               "decisions": [{"rule": d.rule.id, "verdict": d.verdict, "reason": d.reason} for d in decisions]}
     object_id = "sha256:" + digest(record)
-    lines = [f"Comparison {object_id} of {candidate_id} against {baseline_id} · {len(ids)} paired cases", *body]
-    record = {**record, "lines": lines}
-    return lines, code, object_id, record
+    header = f"Comparison {object_id} of {candidate_id} against {baseline_id} · {len(ids)} paired cases"
+    record = {**record, "lines": [header, *full]}
+    return [header, *body, *(listed if show_slices else counted), *tail], code, object_id, record
+
+
+def _slice_lines(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: Sequence[str],
+                 confidence: float) -> list[str]:
+    """One line per slice of the candidate run and criterion with at least one observed pair."""
+    lines = []
+    support = header.get("min_slice_support", 10)
+    for name in header.get("slices", []):
+        groups: dict[str, list[str]] = {}
+        for i in ids:
+            key = (cand[i].get("slices") or {}).get(name)
+            if key is not None:
+                groups.setdefault(key, []).append(i)
+        for key in sorted(groups):
+            for c in criteria:
+                p = pair(c, cand, base, groups[key])
+                if p.n:  # too few pairs for an interval worth printing: the difference alone
+                    lines.append(f"  {name}={key} · {metric_line(p, confidence, p.n >= support)[0]}")
+    return lines
 
 
 @frozen

@@ -28,6 +28,14 @@ class Rule:
 
 
 @frozen(kw_only=True)
+class JudgeValidation:
+    """What a judge's validation against human labels must show before its metric may gate."""
+
+    min_kappa: float = 0.6
+    min_cases: int = 30
+
+
+@frozen(kw_only=True)
 class Policy:
     """A gate policy: which verdicts block, at which confidence level, and the rules."""
 
@@ -35,6 +43,7 @@ class Policy:
     confidence_level: float = 0.95
     block_on: list[str] = field(factory=lambda: ["FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW"])
     rules: list[Rule] = field(factory=list)
+    judge_validation: JudgeValidation = field(factory=JudgeValidation)
     where: dict = field(factory=dict, eq=False)  # rule id -> "file:line:col: $.rules[i]"
 
     def check_metrics(self, metrics: Mapping[str, Any], kinds: Sequence[str] = RUN_RULE_KINDS) -> None:
@@ -86,7 +95,7 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
         raise ConfigError(f"unsupported policy version {policy.version}", where=doc.where(path + ("version",)),
                           fix="write version: 1")
     return Policy(version=policy.version, confidence_level=policy.confidence_level, block_on=policy.block_on,
-                  rules=policy.rules, where=where)
+                  rules=policy.rules, judge_validation=policy.judge_validation, where=where)
 
 
 @frozen(kw_only=True)
@@ -144,3 +153,27 @@ def gate(decisions: Sequence[Decision], block_on: Sequence[str]) -> tuple[str, E
     if any(d.verdict == "FAIL" for d in blocking):
         return "BLOCK", ExitCode.FAIL
     return "BLOCK", ExitCode.BLOCKED
+
+
+def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> bool:
+    """Whether a stored validation of exactly this judge identity meets the policy's requirement."""
+    for _, record in store.list_objects("judge_validation"):
+        if (record.get("identity") == identity and record.get("n", 0) >= requirement.min_cases
+                and (record.get("kappa") is not None and record["kappa"] >= requirement.min_kappa)):
+            return True
+    return False
+
+
+def require_validated_judges(decisions: list[Decision], judges: Mapping[str, str], store: Any,
+                             requirement: JudgeValidation) -> list[Decision]:
+    """A rule on a judge criterion gates only once that exact judge passed a validation against
+    human labels; until then its verdict is MANUAL_REVIEW (``judge_not_validated``).
+
+    :param judges: criterion -> the judge's identity digest, for the criteria an LLM judges.
+    """
+    out = []
+    for d in decisions:
+        if d.metric in judges and not judge_validated(store, judges[d.metric], requirement):
+            d = Decision(rule=d.rule, metric=d.metric, verdict="MANUAL_REVIEW", reason="judge_not_validated")
+        out.append(d)
+    return out

@@ -48,6 +48,8 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out += table(["slice", "metric", "estimate", "interval", "counts"], rows)
     out.append("")
     out.append(cache_line(outcome.caches))
+    for criterion, spent in outcome.caches.get("usage", {}).items():
+        out.append(usage_line(criterion, spent))
     if "stages" in outcome.caches:
         out.append("Stages: " + "; ".join(f"{name} {hit} hit/{miss} miss"
                                           for name, (hit, miss) in outcome.caches["stages"].items()))
@@ -57,6 +59,17 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
 def cache_line(caches: dict) -> str:
     (eh, em), (jh, jm) = caches["execution"], caches["judgment"]
     return f"Cache: execution {eh} hit/{em} miss; judgment {jh} hit/{jm} miss"
+
+
+def usage_line(criterion: str, spent: dict) -> str:
+    """``Usage: groundedness 13 calls · 5,120 input tokens · 260 output tokens · $0.0123``."""
+    parts = [f"{spent.get('calls', 0)} calls"]
+    for key, label in (("input_tokens", "input tokens"), ("output_tokens", "output tokens")):
+        if key in spent:
+            parts.append(f"{int(spent[key]):,} {label}")
+    if "cost" in spent:
+        parts.append(f"${spent['cost']:.4f}")
+    return f"Usage: {criterion} " + " · ".join(parts)
 
 
 def short_json(value: Any, width: int = 160) -> str:

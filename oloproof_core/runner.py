@@ -17,7 +17,7 @@ from typing import Any
 from attrs import field, frozen
 
 from .errors import ArtifactError, CaseMissing, ConfigError, ExitCode
-from .gate import Decision, decide_rule, gate
+from .gate import Decision, decide_rule, gate, require_validated_judges
 from .identity import digest
 from .model import Case, Execution, Judgment, Summary
 from .plugins import Plugins
@@ -261,25 +261,56 @@ def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], ca
                 key = digest({"evaluator": spec.identity, "case": case_data, "execution": record})
                 todo.append((i, spec, key))
     cached = store.cache_get_many("judgment", [key for _, _, key in todo])
-    fresh = []
+    pending = []
     for i, spec, key in todo:
-        criterion = spec.evaluator.criterion
         if key in cached:
-            judgments[i][criterion] = Judgment.from_data(cached[key])
-            continue
+            judgments[i][spec.evaluator.criterion] = Judgment.from_data(cached[key])
+        else:
+            pending.append((i, spec, key))
+
+    def evaluate(item: tuple[int, Any, str]) -> Judgment:
+        i, spec, _ = item
         try:
-            judgment = spec.evaluator.evaluate(suite.cases[i], executions[i])
+            return spec.evaluator.evaluate(suite.cases[i], executions[i])
         except Exception as exc:  # noqa: BLE001 - an evaluator failing on one case: that judgment is missing
             from .errors import EvaluationError
 
-            reason = str(exc) if isinstance(exc, EvaluationError) else f"evaluator_error: {type(exc).__name__}: {exc}"
-            judgments[i][criterion] = Judgment.missing(reason)
-            continue
+            return Judgment.missing(str(exc) if isinstance(exc, EvaluationError)
+                                    else f"evaluator_error: {type(exc).__name__}: {exc}")
+
+    # In-process evaluators run here; those that wait on a service (LLM judges declare
+    # `concurrent = True`) run `concurrency` at a time.
+    slow = [t for t in pending if getattr(t[1].evaluator, "concurrent", False)]
+    fast = [t for t in pending if not getattr(t[1].evaluator, "concurrent", False)]
+    fresh: list[tuple[str, dict]] = []
+    usage: dict[str, dict] = {}
+
+    def keep(item: tuple[int, Any, str], judgment: Judgment) -> None:
+        i, spec, key = item
+        criterion = spec.evaluator.criterion
         judgments[i][criterion] = judgment
         if judgment.status != "missing":
             fresh.append((key, judgment.to_data()))
-    store.cache_put_many("judgment", fresh)
-    caches["judgment"] = [sum(1 for _, _, k in todo if k in cached), sum(1 for _, _, k in todo if k not in cached)]
+        spent = judgment.detail.get("usage") if judgment.detail else None
+        if spent:
+            total = usage.setdefault(criterion, {"calls": 0})
+            total["calls"] += 1
+            for name, value in spent.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    total[name] = total.get(name, 0) + value
+
+    try:
+        for item in fast:
+            keep(item, evaluate(item))
+        if slow:
+            with ThreadPoolExecutor(max_workers=suite.concurrency, thread_name_prefix="oloproof-judge") as pool:
+                for item, judgment in zip(slow, pool.map(evaluate, slow)):
+                    keep(item, judgment)
+    finally:  # an interrupt keeps every judgment already paid for
+        store.cache_put_many("judgment", fresh)
+    caches["judgment"] = [len(todo) - len(pending), len(pending)]
+    if usage:
+        caches["usage"] = usage
     return judgments
 
 
@@ -336,6 +367,10 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any) -> RunOutcome:
         for rule in suite.policy.rules:
             decisions.append(decide_rule(rule, [r.judgments[rule.metric] for r in results],
                                          suite.metrics[rule.metric], confidence))
+        judges = {s.evaluator.criterion: digest(s.identity) for s in suite.evaluators
+                  if getattr(s.evaluator, "judge", False)}
+        if judges:
+            decisions = require_validated_judges(decisions, judges, store, suite.policy.judge_validation)
         verdict, exit_code = gate(decisions, suite.policy.block_on)
     if interrupted:
         state, exit_code = "UNDECIDED/INTERRUPTED", ExitCode.INTERRUPTED

@@ -119,6 +119,9 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         # the evaluator's own code is part of its identity, so editing a plugin misses the cache
         identity = {"type": name, "options": unstructure(options),
                     "plugin": [entry.distribution, entry.version], "code": source_fingerprint(type(evaluator))}
+        extra = getattr(evaluator, "identity", None)  # e.g. a judge's prompt version, provider and model
+        if extra:
+            identity["extra"] = dict(extra)
         evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path)))
 
     slices = []
