@@ -5,6 +5,8 @@ input) and ``generate`` by (generate's code, input, the exact assembled context)
 to top_k, the budget or generation never re-runs retrieval. Context assembly is Oloproof's:
 the first top_k candidates in the retriever's order, each kept while it fits the budget by the
 system's own ``count_tokens``; the rest dropped with reason ``top_k`` or ``token_budget``.
+``generate`` is given the kept items only (not the dropped list or the budget), so that its
+cache key, which covers the items, covers everything it can read.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ def _setting(options: Options, info: Any, name: str) -> Any:
     return value if value is not None else getattr(info, name, None)
 
 
+def _whole(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
 def retrieval_data(retrieval: Retrieval) -> dict:
     return {"query": retrieval.query, "depth": retrieval.depth,
             "candidates": [{k: v for k, v in (("doc_id", p.doc_id), ("score", p.score), ("text", p.text),
@@ -59,19 +65,24 @@ class RagSystem:
             raise ConfigError(exc.problem, fix=exc.fix) from None
         info = getattr(cls, "__oloproof_rag_system__", None)
         self.depth = _setting(options, info, "depth")
-        self.top_k = _setting(options, info, "top_k") or self.depth
+        self.top_k = _setting(options, info, "top_k")
+        if self.top_k is None:
+            self.top_k = self.depth
         self.token_budget = _setting(options, info, "token_budget")
         self.index_version = _setting(options, info, "index_version")
         for name in ("retrieve", "generate"):
             if not callable(getattr(cls, name, None)):
                 raise ConfigError(f"{options.object} has no {name}() method",
                                   fix="define retrieve(input, depth) and generate(input, context)")
-        if not isinstance(self.depth, int) or self.depth < 1:
+        if not _whole(self.depth, 1):
             raise ConfigError(f"depth must be a whole number >= 1, got {self.depth!r}",
                               fix="set depth in @rag_system(...) or under system.rag")
-        if not isinstance(self.top_k, int) or not 1 <= self.top_k <= self.depth:
+        if not _whole(self.top_k, 1) or self.top_k > self.depth:
             raise ConfigError(f"top_k must be between 1 and depth ({self.depth}), got {self.top_k!r}",
                               fix="set top_k <= depth")
+        if self.token_budget is not None and not _whole(self.token_budget, 0):
+            raise ConfigError(f"token_budget must be a whole number >= 0, got {self.token_budget!r}",
+                              fix="set token_budget to the tokens the context may hold, or remove it")
         if self.token_budget is not None and not callable(getattr(cls, "count_tokens", None)):
             raise ConfigError(f"token_budget is set, but {options.object} has no count_tokens(passage); "
                               "Oloproof never estimates tokens",
@@ -83,10 +94,12 @@ class RagSystem:
                      for stage in ("retrieve", "generate", "count_tokens") if hasattr(cls, stage)}
         self.identity = {"kind": "rag", "name": self.name, "version": declared, "object": options.object,
                          "depth": self.depth, "top_k": self.top_k, "token_budget": self.token_budget,
-                         "index_version": self.index_version, "code": self.code}
+                         "index_version": self.index_version, "citations_field": options.citations_field,
+                         "code": self.code}
         self.version = f"{declared}+{digest(self.code)[:12]}"
         self.citations_field = options.citations_field
-        self.records = frozenset({"retrieval/v1", "context/v1"} | ({"citations/v1"} if options.citations_field else set()))
+        self.records = frozenset({"retrieval/v1", "context/v1"}
+                                 | ({"citations/v1"} if options.citations_field else set()))
         self.cache = context.cache
         self._counts = {"retrieve": [0, 0], "generate": [0, 0]}
         self._lock = threading.Lock()
@@ -115,29 +128,34 @@ class RagSystem:
                                 fix="return at most depth candidates")
         for i, passage in enumerate(retrieval.candidates):
             if not isinstance(passage, Passage):
-                raise ArtifactError(f"retrieve returned candidates[{i}] = {passage!r}, not a Passage")
+                raise ArtifactError(f"retrieve returned candidates[{i}] = {passage!r}, not a Passage",
+                                    fix="build each candidate as Passage(doc_id=..., score=..., text=...)")
         if self.cache is not None and use_cache:
             self.cache.put("retrieve", key, retrieval_data(retrieval))
         return retrieval
 
-    def tokens(self, passage: Passage) -> int:
+    def tokens(self, passage: Passage) -> int | None:
+        """The system's own count, whenever it defines ``count_tokens``; Oloproof never estimates."""
+        if "count_tokens" not in self.code:
+            return None
         count = self.instance.count_tokens(passage)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ArtifactError(f"count_tokens returned {count!r} for {passage.doc_id}, not a whole number >= 0")
+        if not _whole(count, 0):
+            raise ArtifactError(f"count_tokens returned {count!r} for {passage.doc_id}, not a whole number >= 0",
+                                fix="return the passage's token count as an int, e.g. len(tokenizer.encode(text))")
         return count
 
     def assemble(self, retrieval: Retrieval, top_k: int | None = None,
                  candidates: tuple[Passage, ...] | None = None) -> Context:
         """Keep the first top_k candidates in order, each while it fits the budget; never reorder."""
-        top_k = top_k or self.top_k
+        top_k = self.top_k if top_k is None else top_k
         items, dropped, used = [], [], 0
         for position, passage in enumerate(candidates if candidates is not None else retrieval.candidates, 1):
             if position > top_k:
                 dropped.append(DroppedItem(doc_id=passage.doc_id, position=position, reason="top_k",
                                            chunk_id=passage.chunk_id))
                 continue
-            tokens = self.tokens(passage) if self.token_budget is not None else None
-            if tokens is not None and used + tokens > self.token_budget:
+            tokens = self.tokens(passage)
+            if self.token_budget is not None and used + tokens > self.token_budget:
                 dropped.append(DroppedItem(doc_id=passage.doc_id, position=position, reason="token_budget",
                                            chunk_id=passage.chunk_id))
                 continue
@@ -147,12 +165,13 @@ class RagSystem:
         return Context(items=tuple(items), dropped=tuple(dropped), token_budget=self.token_budget)
 
     def generate(self, case: Any, context: Context, use_cache: bool = True) -> Any:
-        given = [{"doc_id": i.doc_id, "chunk_id": i.chunk_id, "text": i.text} for i in context.items]
+        # the dropped list and the budget stay out of the key, so generate is not given them
+        given = Context(items=context.items, source=context.source)
         key = digest({"generate": self.code["generate"], "input": case.input, "context": given})
         found = self._cached("generate", key, use_cache)
         if found is not None:
             return found["output"]
-        output = self.instance.generate(case.input, context)
+        output = self.instance.generate(case.input, given)
         if self.cache is not None and use_cache:
             self.cache.put("generate", key, {"output": output})
         return output

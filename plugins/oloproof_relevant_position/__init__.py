@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oloproof import ConfigError, hookimpl, latest, ranked_units, relevant_units
+from oloproof import ConfigError, hookimpl, latest, relevant_units, unit_key
 
 
 def needs_staged(name: str, system: Any) -> None:
@@ -18,14 +18,18 @@ def needs_staged(name: str, system: Any) -> None:
 
 
 def best_relevant_position(case: Any, execution: Any) -> int | None | str:
-    """The 1-based position of the best-ranked relevant unit; None if none was retrieved;
-    ``"unlabelled"`` when the case has no relevance labels or nothing was recorded."""
+    """The retrieval position (from 1) of the best-ranked relevant passage; None if none was
+    retrieved; ``"unlabelled"`` when the case has no relevance labels or nothing was recorded.
+
+    The position is the candidate's own place in the recorded retrieval, the one top_k cuts at,
+    so several chunks of one document each take a position.
+    """
     relevant = relevant_units(case)
     retrieval = latest(execution, "retrieval/v1") if execution is not None else None
     if not relevant or retrieval is None:
         return "unlabelled"
-    for position, unit in enumerate(ranked_units(retrieval), 1):
-        if unit in relevant:
+    for position, passage in enumerate(retrieval.get("candidates", ()), 1):
+        if unit_key(passage, "doc") in relevant:
             return position
     return None
 
