@@ -19,3 +19,12 @@ def bench(session: nox.Session) -> None:
     """Report the framework's speed figures (ratios and rates; informative, never pass/fail)."""
     session.install("-e", ".")
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site with warnings as errors."""
+    session.install("-e", ".[docs]")
+    session.run("python", "scripts/cli_reference.py")
+    session.run("python", "scripts/config_reference.py")
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", *session.posargs)
