@@ -17,7 +17,7 @@ from typing import Any
 from attrs import frozen
 
 from oloproof import (ArtifactError, ConfigError, Context, ContextItem, DroppedItem, OloproofError, Passage,
-                      Retrieval, code_fingerprint, digest, hookimpl, import_object)
+                      Retrieval, code_fingerprint, digest, hookimpl, import_object, source_fingerprint)
 
 
 @frozen(kw_only=True)
@@ -95,8 +95,10 @@ class RagSystem:
         self.identity = {"kind": "rag", "name": self.name, "version": declared, "object": options.object,
                          "depth": self.depth, "top_k": self.top_k, "token_budget": self.token_budget,
                          "index_version": self.index_version, "citations_field": options.citations_field,
-                         "code": self.code}
-        self.version = f"{declared}+{digest(self.code)[:12]}"
+                         "code": self.code, "module": source_fingerprint(cls)}
+        # the recorded version covers the whole module (data and helpers too); the stage caches
+        # key on each method's own source, so editing generate never re-runs retrieval
+        self.version = f"{declared}+{digest([self.code, self.identity['module']])[:12]}"
         self.citations_field = options.citations_field
         self.records = frozenset({"retrieval/v1", "context/v1"}
                                  | ({"citations/v1"} if options.citations_field else set()))
