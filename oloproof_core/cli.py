@@ -80,7 +80,9 @@ def cli() -> None:
 
 @cli.command()
 @config_option
-def run(config: str | None) -> None:
+@click.option("--no-cache", is_flag=True,
+              help="Execute and judge every case afresh, stages included (the results are still cached).")
+def run(config: str | None, no_cache: bool) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
@@ -88,8 +90,8 @@ def run(config: str | None) -> None:
 
     project = Project(config)
     doc, skeleton = project.skeleton()
-    suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store)
-    outcome = run_suite(suite, project.plugins, project.store)
+    suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache)
+    outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
     _echo(render_run(outcome, suite.min_slice_support))
     sys.exit(int(outcome.exit_code))
 

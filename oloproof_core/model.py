@@ -257,10 +257,12 @@ class SystemContext:
 class StageCache:
     """A system's own caches (``retrieve``, ``generate``) kept in the project's store."""
 
-    def __init__(self, store: Any):
-        self.store = store
+    def __init__(self, store: Any, read: bool = True):
+        self.store, self.read = store, read  # read=False: `oloproof run --no-cache` (write only)
 
     def get(self, namespace: str, key: str) -> Any:
+        if not self.read:
+            return None
         return self.store.cache_get_many(f"stage:{namespace}", [key]).get(key)
 
     def put(self, namespace: str, key: str, value: Any) -> None:

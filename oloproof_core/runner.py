@@ -195,11 +195,12 @@ class Progress:
             sys.stderr.flush()
 
 
-def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict) -> tuple[list[Execution | None], bool]:
+def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict,
+                  use_cache: bool = True) -> tuple[list[Execution | None], bool]:
     """Every case's execution, from the cache or the system. Returns (executions, interrupted)."""
     system = suite.system
     keys = [digest({"system": system.identity, "input": case.input}) for case in suite.cases]
-    cached = store.cache_get_many("execution", keys)
+    cached = store.cache_get_many("execution", keys) if use_cache else {}
     executions: list[Execution | None] = [None] * len(suite.cases)
     misses = []
     for i, key in enumerate(keys):
@@ -237,7 +238,8 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict) -> t
     return executions, interrupted
 
 
-def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict) -> list[dict]:
+def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict,
+                use_cache: bool = True) -> list[dict]:
     """Every evaluator's judgment of every case, from the judgment cache where it can."""
     judgments: list[dict] = [{} for _ in suite.cases]
     todo: list[tuple[int, Any, str]] = []
@@ -260,7 +262,7 @@ def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], ca
                     record = execution.to_data()
                 key = digest({"evaluator": spec.identity, "case": case_data, "execution": record})
                 todo.append((i, spec, key))
-    cached = store.cache_get_many("judgment", [key for _, _, key in todo])
+    cached = store.cache_get_many("judgment", [key for _, _, key in todo]) if use_cache else {}
     pending = []
     for i, spec, key in todo:
         if key in cached:
@@ -337,8 +339,11 @@ def summarize(suite: Suite, results: list[CaseResult], confidence: float) -> tup
     return summaries, rows
 
 
-def run_suite(suite: Suite, plugins: Plugins, store: Any) -> RunOutcome:
-    """Execute, judge, summarise, decide and store one run."""
+def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True) -> RunOutcome:
+    """Execute, judge, summarise, decide and store one run.
+
+    :param use_cache: False re-executes and re-judges every case (the caches are still written).
+    """
     run_id = new_run_id()
     system = suite.system
     caches: dict = {}
@@ -350,8 +355,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any) -> RunOutcome:
               "metrics": {s.evaluator.criterion: s.evaluator.metric for s in suite.evaluators},
               "cases": len(suite.cases)}
     plugins.pm.hook.oloproof_run_started(run=header)
-    executions, interrupted = execute_cases(suite, plugins, store, caches)
-    judgments = judge_cases(suite, store, executions, caches)
+    executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache)
+    judgments = judge_cases(suite, store, executions, caches, use_cache)
     results = [CaseResult(case=c, execution=e, judgments=j,
                           slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
                for c, e, j in zip(suite.cases, executions, judgments)]

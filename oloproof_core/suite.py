@@ -83,7 +83,7 @@ def load_skeleton(config_path: Path) -> tuple[Document, Skeleton]:
 
 
 def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
-               skeleton: Skeleton | None = None, store: Any = None) -> Suite:
+               skeleton: Skeleton | None = None, store: Any = None, use_cache: bool = True) -> Suite:
     """Load and check everything a run needs, before anything runs or is stored."""
     if doc is None or skeleton is None:
         doc, skeleton = load_skeleton(config_path)
@@ -91,7 +91,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     if str(project_dir) not in sys.path:  # `callable: app:run` finds app.py in the project
         sys.path.insert(0, str(project_dir))
 
-    system, kind = _load_system(doc, skeleton.system, plugins, project_dir, store)
+    system, kind = _load_system(doc, skeleton.system, plugins, project_dir, store, use_cache)
     cases = tuple(load_cases(project_dir / skeleton.cases))
 
     evaluators, metrics = [], {}
@@ -156,7 +156,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
 
 
 def _load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path,
-                 store: Any = None) -> tuple[System, str]:
+                 store: Any = None, use_cache: bool = True) -> tuple[System, str]:
     path = ("system",)
     kinds = [k for k in block if k not in SYSTEM_KEYS]
     if len(kinds) != 1:
@@ -177,7 +177,7 @@ def _load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path
         raise ConfigError(f"expected a mapping of {kind} settings", where=doc.where(path + (kind,)))
     options = _options(doc, entry, value, path + (kind,), f"system kind {kind!r}")
     context = SystemContext(name=block.get("name", ""), version=block.get("version", ""),
-                            project_dir=project_dir, cache=StageCache(store) if store is not None else None)
+                            project_dir=project_dir, cache=StageCache(store, read=use_cache) if store is not None else None)
     try:
         return entry.factory(options, context), kind
     except ConfigError as exc:

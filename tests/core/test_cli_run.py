@@ -41,6 +41,13 @@ def test_second_run_is_served_from_both_caches(project):
     assert len(project.runs()) == 2
 
 
+def test_no_cache_executes_and_judges_again(project):
+    project.cases([case(i) for i in range(3)])
+    assert project.run("run").code == 0
+    assert "Cache: execution 0 hit/3 miss; judgment 0 hit/3 miss" in project.run("run", "--no-cache").out
+    assert "Cache: execution 3 hit/0 miss; judgment 3 hit/0 miss" in project.run("run").out
+
+
 def test_editing_the_system_code_misses_the_execution_cache(project):
     project.cases([case(i) for i in range(3)])
     first = project.run("run")
