@@ -21,7 +21,15 @@ from oloproof_core.model import (
     SystemContext,
     select,
 )
-from oloproof_core.relevance import latest, ranked_units, relevant_units, unit_key
+from oloproof_core.relevance import (
+    AtKEvaluator,
+    AtKOptions,
+    latest,
+    one_of,
+    ranked_units,
+    relevant_units,
+    unit_key,
+)
 from oloproof_core.recording import (
     RagSystemInfo,
     Recorder,
@@ -41,6 +49,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArtifactError",
+    "AtKEvaluator",
+    "AtKOptions",
     "Case",
     "CaseMissing",
     "ConfigError",
@@ -71,6 +81,7 @@ __all__ = [
     "import_object",
     "rag_system",
     "latest",
+    "one_of",
     "ranked_units",
     "relevant_units",
     "unit_key",

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import abc
+
 from collections.abc import Mapping
 from typing import Any
 
 from .errors import ConfigError
-from .model import Case, Execution
+from attrs import field, frozen
+
+from .model import Case, Execution, Judgment
 
 UNITS = ("doc", "chunk")
 
@@ -60,3 +64,69 @@ def ranked_units(retrieval: Mapping[str, Any], unit: str = "doc") -> list[str]:
     for passage in retrieval.get("candidates", ()):
         seen.setdefault(unit_key(passage, unit), None)
     return list(seen)
+
+
+# -- a base for retrieval evaluators at a cut-off k (hit_rate, recall, mrr, ndcg, and yours) ----
+
+
+def one_of(choices: tuple[str, ...]) -> Any:
+    """An attrs validator: the value is one of ``choices``, else a ConfigError with the closest."""
+    import difflib
+
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if value not in choices:
+            close = [c for c in choices if str(value) and c.startswith(str(value))] or \
+                difflib.get_close_matches(str(value), choices, n=1)
+            raise ConfigError(f"{attribute.name} must be {' or '.join(choices)}, got {value!r}",
+                              fix=f"write {attribute.name}: {close[0] if close else choices[0]}")
+
+    return check
+
+
+def _check_k(instance: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"k must be a whole number >= 1, got {value!r}",
+                          fix="write k: 1 or more, e.g. k: 5 to look at the first five retrieved")
+
+
+@frozen(kw_only=True)
+class AtKOptions:
+    """The options every retrieval evaluator at k takes; subclass it to add more."""
+
+    k: int = field(validator=_check_k)
+    criterion: str | None = None  # None: <name>_at_<k>
+    relevance_unit: str = field(default="doc", validator=one_of(UNITS))
+
+
+class AtKEvaluator(abc.ABC):
+    """A retrieval evaluator at a cut-off k: names its criterion ``<name>_at_<k>``, excludes cases
+    without relevance labels (``no_relevance_labels``), reads the last recorded ``retrieval/v1``
+    (missing ``no_retrieval_recorded`` without one), and scores the retriever's own ranking cut
+    at k with :meth:`judge`, which subclasses define."""
+
+    name = "at_k"
+    metric = "proportion"
+    reads = ("retrieval/v1",)
+
+    def __init__(self, options: AtKOptions):
+        self.options = options
+
+    @property
+    def criterion(self) -> str:
+        return self.options.criterion or f"{self.name}_at_{self.options.k}"
+
+    def exclude(self, case: Case) -> str | None:
+        return None if relevant_units(case, self.options.relevance_unit) else "no_relevance_labels"
+
+    def evaluate(self, case: Case, execution: Execution) -> Judgment:
+        relevant = relevant_units(case, self.options.relevance_unit)
+        if not relevant:
+            return Judgment.excluded("no_relevance_labels")
+        retrieval = latest(execution, "retrieval/v1")
+        if retrieval is None:
+            return Judgment.missing("no_retrieval_recorded")
+        return self.judge(ranked_units(retrieval, self.options.relevance_unit)[: self.options.k], relevant)
+
+    @abc.abstractmethod
+    def judge(self, top: list[str], relevant: dict[str, float]) -> Judgment:
+        """The judgment for the first k ranked units ``top`` and the case's {unit: grade}."""
