@@ -102,7 +102,7 @@ class AtKEvaluator(abc.ABC):
     """A retrieval evaluator at a cut-off k: names its criterion ``<name>_at_<k>``, excludes cases
     without relevance labels (``no_relevance_labels``), reads the last recorded ``retrieval/v1``
     (missing ``no_retrieval_recorded`` without one), and scores the retriever's own ranking cut
-    at k with :meth:`judge`, which subclasses define."""
+    at k with :meth:`rate`, which subclasses define."""
 
     name = "at_k"
     metric = "proportion"
@@ -125,8 +125,8 @@ class AtKEvaluator(abc.ABC):
         retrieval = latest(execution, "retrieval/v1")
         if retrieval is None:
             return Judgment.missing("no_retrieval_recorded")
-        return self.judge(ranked_units(retrieval, self.options.relevance_unit)[: self.options.k], relevant)
+        return self.rate(ranked_units(retrieval, self.options.relevance_unit)[: self.options.k], relevant)
 
     @abc.abstractmethod
-    def judge(self, top: list[str], relevant: dict[str, float]) -> Judgment:
+    def rate(self, top: list[str], relevant: dict[str, float]) -> Judgment:
         """The judgment for the first k ranked units ``top`` and the case's {unit: grade}."""

@@ -373,7 +373,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
             decisions.append(decide_rule(rule, [r.judgments[rule.metric] for r in results],
                                          suite.metrics[rule.metric], confidence))
         judges = {s.evaluator.criterion: digest(s.identity) for s in suite.evaluators
-                  if getattr(s.evaluator, "judge", False)}
+                  if getattr(s.evaluator, "judge", False) is True}
         if judges:
             decisions = require_validated_judges(decisions, judges, store, suite.policy.judge_validation)
         verdict, exit_code = gate(decisions, suite.policy.block_on)

@@ -18,7 +18,7 @@ class HitRate(AtKEvaluator):
     name = "hit_rate"
     metric = "proportion"
 
-    def judge(self, top: list[str], relevant: dict[str, float]) -> Judgment:
+    def rate(self, top: list[str], relevant: dict[str, float]) -> Judgment:
         rank = next((i for i, unit in enumerate(top, 1) if unit in relevant), None)
         return Judgment.of(rank is not None, rank=rank)
 

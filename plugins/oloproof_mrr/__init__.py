@@ -18,7 +18,7 @@ class ReciprocalRank(AtKEvaluator):
     name = "mrr"
     metric = "mean"
 
-    def judge(self, top: list[str], relevant: dict[str, float]) -> Judgment:
+    def rate(self, top: list[str], relevant: dict[str, float]) -> Judgment:
         rank = next((i for i, unit in enumerate(top, 1) if unit in relevant), None)
         return Judgment.score(1.0 / rank if rank is not None else 0.0, rank=rank)
 

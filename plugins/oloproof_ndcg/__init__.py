@@ -37,7 +37,7 @@ class Ndcg(AtKEvaluator):
     name = "ndcg"
     metric = "mean"
 
-    def judge(self, top: list[str], relevant: dict[str, float]) -> Judgment:
+    def rate(self, top: list[str], relevant: dict[str, float]) -> Judgment:
         gain = self.options.gain
         dcg = discounted_gain([relevant.get(unit, 0.0) for unit in top], gain)
         ideal = discounted_gain(sorted(relevant.values(), reverse=True)[: self.options.k], gain)

@@ -17,7 +17,7 @@ class Recall(AtKEvaluator):
     name = "recall"
     metric = "fraction"
 
-    def judge(self, top: list[str], relevant: dict[str, float]) -> Judgment:
+    def rate(self, top: list[str], relevant: dict[str, float]) -> Judgment:
         found = sum(1 for unit in top if unit in relevant)
         value = found / len(relevant)
         if value in (0.0, 1.0):
