@@ -273,6 +273,31 @@ def plugins(config: str | None) -> None:
                   f"{r['distribution']} {r['version']}".strip()] for r in rows]))
 
 
+@cli.group()
+def judge() -> None:
+    """Validate an LLM judge against human labels before its criterion may gate."""
+
+
+@judge.command()
+@click.option("--labels", "labels_file", required=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help='JSONL, one line per case: {"id": "c001", "label": true}; see docs/judges.md.')
+@click.option("--criterion", required=True, metavar="NAME", help="The judge's criterion (grounded, ...).")
+@click.option("--run", "run_id", default=None, metavar="RUN_ID",
+              help="Judge the outputs recorded in this run (default: the latest run of the config).")
+@config_option
+def validate(labels_file: str, criterion: str, run_id: str | None, config: str | None) -> None:
+    """Run the judge on human-labelled cases: agreement, kappa, TPR and TNR with intervals; store it."""
+    from .suite import load_suite
+    from .validation import validate_judge
+
+    project = Project(config)
+    doc, skeleton = project.skeleton()
+    suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store)
+    lines, code, _, _ = validate_judge(suite, project.plugins, project.store, criterion, Path(labels_file), run_id)
+    _echo(lines)
+    sys.exit(int(code))
+
+
 def main() -> None:
     """Entry point: run the command; user errors print one line and exit 2.
 

@@ -135,3 +135,21 @@ def oloproof_run_finished(run: Any, summary: Any) -> None:
 
     .. versionadded:: 0.1
     """
+
+
+@hookspec
+def oloproof_register_providers(registry: Any) -> None:
+    """Add LLM providers that judges select with ``provider: <name>`` (``openai``, ``anthropic``).
+
+    :param registry: call ``registry.add(name, factory, options=Options)`` once per provider. A
+        judge's ``model`` and ``provider_options`` structure into ``Options``, and
+        ``factory(options)`` returns a provider with ``name``, ``model`` and
+        ``complete(prompt, *, system=None) -> reply``, where ``reply.text`` is the model's text
+        and ``reply.usage`` a dict of ``input_tokens``, ``output_tokens`` and, when the options
+        give prices, ``cost``. ``complete`` is called from several threads at once and raises
+        EvaluationError (``provider_error: 429``) when a request still fails after its retries.
+        The factory raises ConfigError when the credentials are missing, so a run stops before
+        any case is judged. Judges reach a provider through ``oloproof.open_provider``.
+
+    .. versionadded:: 0.1
+    """

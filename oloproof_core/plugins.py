@@ -13,7 +13,7 @@ from .errors import PluginError
 from .registry import Registry
 
 GROUP = "oloproof"
-KINDS = ("systems", "evaluators", "metrics", "interventions", "slices", "stores", "artifacts")
+KINDS = ("systems", "evaluators", "metrics", "interventions", "slices", "stores", "artifacts", "providers")
 
 
 def _entry_points() -> list:

@@ -1,0 +1,368 @@
+"""``oloproof judge validate``: how far a judge agrees with human labels, stored as the evidence
+the gate requires before a rule on a judge's criterion may gate.
+
+The labels file has one JSON object a line: ``id`` (a case of the suite), ``label`` (true or
+"pass" when the human says the criterion holds, false or "fail" otherwise), and optionally
+``output`` with ``artifacts`` (judge this output instead of a run's) and ``note``. The judge
+reads the recorded execution of the case in ``--run`` (default: the latest run of the config).
+
+Agreement, the true-positive rate (the judge passes what the human passes) and the true-negative
+rate (the judge fails what the human fails) get Clopper–Pearson intervals; Cohen's kappa gets the
+large-sample interval ``kappa ± z·SE`` with the standard error of Fleiss, Cohen & Everitt (1969).
+docs/judges.md shows the arithmetic.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from .errors import ConfigError, EvaluationError, ExitCode
+from .identity import digest
+from .model import Execution, Judgment
+
+LABEL_KEYS = ("id", "label", "output", "artifacts", "note")
+LABEL_WORDS = {True: True, False: False, "pass": True, "fail": False}
+KAPPA_METHOD = ("kappa ± z·SE, SE from Fleiss, Cohen & Everitt (1969), Psychological Bulletin 72(5):323-327, "
+                "clipped to [-1, 1]")
+RATE_METHOD = "Clopper-Pearson (1934), exact"
+
+
+@frozen(kw_only=True)
+class Label:
+    """One human label: the case, the human's verdict, and optionally the output to judge."""
+
+    id: str
+    label: bool
+    where: str  # "human_labels.jsonl:7"
+    output: Any = None
+    artifacts: dict | None = None
+    has_output: bool = False
+
+
+def load_labels(path: Path) -> list[Label]:
+    """Read a labels file, one object a line; every problem names its line and the fix."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ConfigError(f"no such labels file {path.name}", where=str(path),
+                          fix="write one line per case: {\"id\": \"c001\", \"label\": true}") from None
+    labels: list[Label] = []
+    seen: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path.name}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=where,
+                              fix="write one JSON object per line") from None
+        if not isinstance(obj, dict):
+            raise ConfigError(f"expected a JSON object, got {type(obj).__name__}", where=where,
+                              fix='write {"id": "c001", "label": true}')
+        for key in obj:
+            if key not in LABEL_KEYS:
+                close = difflib.get_close_matches(key, LABEL_KEYS, n=1)
+                raise ConfigError(f"unknown field {key!r}", where=where,
+                                  fix=f"rename it to {close[0]!r}" if close else f"a label line has only {', '.join(LABEL_KEYS)}")
+        for key in ("id", "label"):
+            if key not in obj:
+                raise ConfigError(f"missing {key!r}", where=where, fix='write {"id": "c001", "label": true}')
+        if not isinstance(obj["id"], str) or not obj["id"]:
+            raise ConfigError(f"id must be a non-empty string, got {obj['id']!r}", where=where, fix="quote the id")
+        value = obj["label"]
+        if isinstance(value, str):
+            value = value.strip().casefold()
+        if not isinstance(value, (bool, str)) or value not in LABEL_WORDS:
+            raise ConfigError(f"label must be true/false or \"pass\"/\"fail\", got {obj['label']!r}", where=where,
+                              fix="write true when the criterion holds for the case, false when it does not")
+        if obj["id"] in seen:
+            raise ConfigError(f"case {obj['id']!r} is labelled twice (first at {seen[obj['id']]})", where=where,
+                              fix="keep one label per case")
+        seen[obj["id"]] = where
+        artifacts = obj.get("artifacts")
+        if artifacts is not None and ("output" not in obj or not isinstance(artifacts, dict)):
+            raise ConfigError("artifacts must be an object of lists, given beside output", where=where,
+                              fix='write "output": {...}, "artifacts": {"context/v1": [{...}]}')
+        labels.append(Label(id=obj["id"], label=LABEL_WORDS[value], where=where, output=obj.get("output"),
+                            artifacts=artifacts, has_output="output" in obj))
+    if not labels:
+        raise ConfigError(f"{path.name} has no labels", where=str(path), fix='write {"id": "c001", "label": true}')
+    return labels
+
+
+@frozen(kw_only=True)
+class Table:
+    """Judge verdict by human label, counts: ``pp`` judge pass & human pass, ``pf`` judge pass &
+    human fail, ``fp`` judge fail & human pass, ``ff`` judge fail & human fail."""
+
+    pp: int
+    pf: int
+    fp: int
+    ff: int
+
+    @property
+    def n(self) -> int:
+        return self.pp + self.pf + self.fp + self.ff
+
+
+def cohen_kappa(t: Table) -> float | None:
+    """(p_o - p_e) / (1 - p_e); None when p_e = 1 (both raters gave one and the same label throughout)."""
+    n = t.n
+    if n == 0:
+        return None
+    observed = (t.pp + t.ff) / n
+    expected = ((t.pp + t.pf) * (t.pp + t.fp) + (t.fp + t.ff) * (t.pf + t.ff)) / n ** 2
+    return None if expected >= 1.0 else (observed - expected) / (1.0 - expected)
+
+
+def kappa_standard_error(t: Table) -> float | None:
+    """The large-sample (non-null) standard error of kappa, Fleiss, Cohen & Everitt (1969):
+
+    Var = [Σᵢ pᵢᵢ(1 - (pᵢ. + p.ᵢ)(1 - κ))² + (1 - κ)² Σᵢ≠ⱼ pᵢⱼ(p.ᵢ + pⱼ.)² - (κ - pₑ(1 - κ))²] / (n(1 - pₑ)²),
+
+    rows the judge's verdicts, columns the human labels (statsmodels' ``cohens_kappa().std_kappa``).
+    """
+    kappa, n = cohen_kappa(t), t.n
+    if kappa is None:
+        return None
+    p = [[t.pp / n, t.pf / n], [t.fp / n, t.ff / n]]
+    row = [p[0][0] + p[0][1], p[1][0] + p[1][1]]
+    col = [p[0][0] + p[1][0], p[0][1] + p[1][1]]
+    expected = row[0] * col[0] + row[1] * col[1]
+    term_a = sum(p[i][i] * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2 for i in (0, 1))
+    term_b = (1 - kappa) ** 2 * sum(p[i][j] * (col[i] + row[j]) ** 2 for i in (0, 1) for j in (0, 1) if i != j)
+    term_c = (kappa - expected * (1 - kappa)) ** 2
+    return math.sqrt(max(0.0, term_a + term_b - term_c) / (n * (1 - expected) ** 2))
+
+
+def kappa_interval(t: Table, confidence: float) -> tuple[float, float] | None:
+    """kappa ± z·SE at ``confidence``, clipped to [-1, 1]; None when kappa is undefined."""
+    from scipy.special import ndtri
+
+    kappa, se = cohen_kappa(t), kappa_standard_error(t)
+    if kappa is None or se is None:
+        return None
+    z = float(ndtri(0.5 + confidence / 2))
+    return max(-1.0, kappa - z * se), min(1.0, kappa + z * se)
+
+
+def rate(k: int, n: int, confidence: float) -> dict:
+    """A proportion with its Clopper–Pearson interval, as stored."""
+    from .stats import clopper_pearson
+
+    if n == 0:
+        return {"k": 0, "n": 0, "value": None, "low": None, "high": None}
+    low, high = clopper_pearson(k, n, confidence)
+    return {"k": k, "n": n, "value": k / n, "low": low, "high": high}
+
+
+def judge_labels(suite: Any, store: Any, spec: Any, pairs: list[tuple[Any, Execution]]) -> tuple[list[Judgment], dict]:
+    """The evaluator's judgment of each (case, execution), through the judgment cache the runs use."""
+    evaluator = spec.evaluator
+    judgments: list[Judgment | None] = [None] * len(pairs)
+    keys: dict[int, str] = {}
+    for i, (case, execution) in enumerate(pairs):
+        exclude = getattr(evaluator, "exclude", None)
+        reason = exclude(case) if exclude is not None else None
+        if reason is not None:
+            judgments[i] = Judgment.excluded(reason)
+        elif execution.missing is not None:
+            judgments[i] = Judgment.missing(execution.missing)
+        else:
+            keys[i] = digest({"evaluator": spec.identity, "case": case.to_data(), "execution": execution.to_data()})
+    cached = store.cache_get_many("judgment", keys.values())
+    todo = [i for i, key in keys.items() if key not in cached]
+    for i, key in keys.items():
+        if key in cached:
+            judgments[i] = Judgment.from_data(cached[key])
+
+    def evaluate(i: int) -> Judgment:
+        try:
+            return evaluator.evaluate(*pairs[i])
+        except EvaluationError as exc:
+            return Judgment.missing(str(exc))
+        except Exception as exc:  # noqa: BLE001 - an evaluator failing on one case: that judgment is missing
+            return Judgment.missing(f"evaluator_error: {type(exc).__name__}: {exc}")
+
+    workers = suite.concurrency if getattr(evaluator, "concurrent", False) else 1
+    fresh, usage = [], {}
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oloproof-judge") as pool:
+        for i, judgment in zip(todo, pool.map(evaluate, todo)):
+            judgments[i] = judgment
+            if judgment.status != "missing":
+                fresh.append((keys[i], judgment.to_data()))
+            spent = judgment.detail.get("usage") if judgment.detail else None
+            if spent:
+                usage["calls"] = usage.get("calls", 0) + 1
+                for name, value in spent.items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        usage[name] = usage.get(name, 0) + value
+    store.cache_put_many("judgment", fresh)
+    return [j for j in judgments if j is not None], usage
+
+
+def labelled_executions(suite: Any, plugins: Any, store: Any, labels: list[Label],
+                        run_id: str | None) -> tuple[list[tuple[Any, Execution]], str | None]:
+    """Each label's case and the execution to judge: the label's own output, or the run's record."""
+    from .errors import ArtifactError
+
+    cases = {case.id: case for case in suite.cases}
+    for label in labels:
+        if label.id not in cases:
+            close = difflib.get_close_matches(label.id, cases, n=1)
+            raise ConfigError(f"case {label.id!r} is not in {suite.config_path.name}'s cases", where=label.where,
+                              fix=f"did you mean {close[0]!r}?" if close else "label cases of the suite")
+    records: dict[str, dict] = {}
+    if any(not label.has_output for label in labels):
+        if run_id is not None:
+            run_id = store.resolve_run(run_id)
+        else:
+            runs = [h["id"] for h in store.list_runs() if h.get("config") == suite.config_path.name]
+            if not runs:
+                raise ConfigError(f"no run of {suite.config_path.name} to take the outputs from",
+                                  fix="run `oloproof run` first, or give every label line an output")
+            run_id = runs[-1]
+        records = {record["id"]: record for record in store.run_cases(run_id)}
+    pairs = []
+    for label in labels:
+        if label.has_output:
+            artifacts = {}
+            for kind, items in (label.artifacts or {}).items():
+                entry = plugins.artifacts.get(kind, where=label.where)
+                try:
+                    made = entry.factory()
+                    artifacts[kind] = tuple(made.to_data(made.from_data(item)) for item in items)
+                except (ArtifactError, TypeError, KeyError, AttributeError) as exc:
+                    raise ConfigError(f"malformed {kind} in artifacts: {exc}", where=label.where,
+                                      fix=f"write {kind} records as a system records them (a list of objects)") from None
+            pairs.append((cases[label.id], Execution(output=label.output, artifacts=artifacts)))
+        elif label.id not in records:
+            raise ConfigError(f"case {label.id!r} is not in run {run_id}", where=label.where,
+                              fix="label cases of that run, pass another --run, or give the output in the line")
+        else:
+            pairs.append((cases[label.id], Execution.from_data(records[label.id])))
+    return pairs, run_id
+
+
+def validate_judge(suite: Any, plugins: Any, store: Any, criterion: str, labels_path: Path,
+                   run_id: str | None = None) -> tuple[list[str], ExitCode, str, dict]:
+    """Judge the labelled cases, compare, store the validation; (lines, exit code, id, record)."""
+    specs = {spec.evaluator.criterion: spec for spec in suite.evaluators}
+    if criterion not in specs:
+        close = difflib.get_close_matches(criterion, specs, n=1)
+        raise ConfigError(f"no evaluator of {suite.config_path.name} defines criterion {criterion!r}",
+                          fix=f"did you mean {close[0]!r}?" if close else f"use one of: {', '.join(specs)}")
+    spec = specs[criterion]
+    if spec.evaluator.metric != "proportion":
+        raise ConfigError(f"criterion {criterion!r} is summarised by {spec.evaluator.metric!r}; validation compares "
+                          "pass/fail verdicts with pass/fail labels", fix="validate a pass/fail criterion")
+    labels = load_labels(labels_path)
+    pairs, run_id = labelled_executions(suite, plugins, store, labels, run_id)
+    judgments, usage = judge_labels(suite, store, spec, pairs)
+    cells: Counter = Counter()
+    missing: Counter = Counter()
+    excluded: Counter = Counter()
+    for label, judgment in zip(labels, judgments):
+        if judgment.status in ("pass", "fail"):
+            cells[("p" if judgment.status == "pass" else "f") + ("p" if label.label else "f")] += 1
+        elif judgment.status == "score":
+            raise ConfigError(f"criterion {criterion!r} gave a score for case {label.id!r}, not pass or fail",
+                              fix="validate a pass/fail criterion")
+        else:
+            (missing if judgment.status == "missing" else excluded)[judgment.reason or "unknown"] += 1
+    table = Table(pp=cells["pp"], pf=cells["pf"], fp=cells["fp"], ff=cells["ff"])
+    confidence = suite.policy.confidence_level if suite.policy is not None else 0.95
+    kappa = cohen_kappa(table)
+    interval = kappa_interval(table, confidence)
+    record = {
+        "kind": "judge_validation", "criterion": criterion, "identity": digest(spec.identity),
+        "evaluator": spec.identity, "labels": {"file": labels_path.name, "count": len(labels),
+                                               "sha256": digest([(l.id, l.label, l.output, l.artifacts) for l in labels])},
+        "run": run_id, "outputs_from_labels": sum(1 for l in labels if l.has_output),
+        "n": table.n, "table": {"judge_pass_human_pass": table.pp, "judge_pass_human_fail": table.pf,
+                                "judge_fail_human_pass": table.fp, "judge_fail_human_fail": table.ff},
+        "missing": dict(sorted(missing.items())), "excluded": dict(sorted(excluded.items())),
+        "confidence_level": confidence,
+        "agreement": rate(table.pp + table.ff, table.n, confidence),
+        "kappa": kappa, "kappa_low": interval[0] if interval else None, "kappa_high": interval[1] if interval else None,
+        "kappa_standard_error": kappa_standard_error(table),
+        "true_positive_rate": rate(table.pp, table.pp + table.fp, confidence),
+        "true_negative_rate": rate(table.ff, table.pf + table.ff, confidence),
+        "methods": {"rates": RATE_METHOD, "kappa": KAPPA_METHOD},
+    }
+    met = None
+    if suite.policy is not None:
+        need = suite.policy.judge_validation
+        met = table.n >= need.min_cases and kappa is not None and kappa >= need.min_kappa
+        record["requirement"] = {"min_kappa": need.min_kappa, "min_cases": need.min_cases, "met": met}
+    record["lines"] = render(record, spec)
+    object_id = "sha256:" + digest(record)
+    store.put_object("judge_validation", object_id, record)
+    lines = [*record["lines"], f"Validation: {object_id}"]
+    if usage:
+        from .report import usage_line
+
+        lines.append(usage_line(criterion, usage))
+    return lines, ExitCode.BLOCKED if met is False else ExitCode.OK, object_id, record
+
+
+def render(record: dict, spec: Any) -> list[str]:
+    """The report: the 2×2 table, the measures with intervals, the methods and the requirement."""
+    from .report import pct, table
+    from .stats import ceil_to, floor_to
+
+    extra = spec.identity.get("extra") or {}
+    about = " · ".join(str(x) for x in (spec.type, extra.get("provider"), extra.get("model"),
+                                        extra.get("prompt_version") and f"prompt {extra['prompt_version']}") if x)
+    counts = record["table"]
+    lost = sum(record["missing"].values()) + sum(record["excluded"].values())
+    reasons = ", ".join(f"{reason} {count}" for reason, count in {**record["missing"], **record["excluded"]}.items())
+    sources = [f"run {record['run']} ({record['labels']['count'] - record['outputs_from_labels']} cases)"] \
+        if record["run"] else []
+    if record["outputs_from_labels"]:
+        sources.append(f"the labels file ({record['outputs_from_labels']} cases)")
+    out = [f"Judge validation of {record['criterion']} ({about})",
+           f"Labels: {record['labels']['file']} · {record['labels']['count']} labelled · {record['n']} compared · "
+           f"{lost} not judged" + (f" ({reasons})" if reasons else ""),
+           f"Outputs: {', '.join(sources)}", ""]
+    out += table(["", "human pass", "human fail"],
+                 [["judge pass", str(counts["judge_pass_human_pass"]), str(counts["judge_pass_human_fail"])],
+                  ["judge fail", str(counts["judge_fail_human_pass"]), str(counts["judge_fail_human_fail"])]])
+
+    def percent(r: dict) -> list[str]:
+        if r["value"] is None:
+            return ["—", "—", "0 / 0"]
+        return [f"{100 * r['value']:.1f}%", f"[{floor_to(100 * r['low'], 1):.1f}%, {ceil_to(100 * r['high'], 1):.1f}%]",
+                f"{r['k']} / {r['n']}"]
+
+    kappa = record["kappa"]
+    kappa_cells = (["undefined", "—", f"n {record['n']}"] if kappa is None else
+                   [f"{kappa:.3f}", f"[{floor_to(record['kappa_low'], 3):.3f}, {ceil_to(record['kappa_high'], 3):.3f}]",
+                    f"n {record['n']}"])
+    out += table(["measure", "estimate", f"{pct(record['confidence_level'])} interval", "counts"],
+                 [["agreement", *percent(record["agreement"])], ["Cohen's kappa", *kappa_cells],
+                  ["true-positive rate", *percent(record["true_positive_rate"])],
+                  ["true-negative rate", *percent(record["true_negative_rate"])]])
+    out.append(f"Intervals: rates {RATE_METHOD}; {KAPPA_METHOD}.")
+    if kappa is None:
+        out.append("Kappa is undefined: the judge and the humans each gave one and the same label to every case.")
+    requirement = record.get("requirement")
+    if requirement is None:
+        out.append("Requirement: none (the suite has no policy)")
+    else:
+        verdict = "met: rules on this criterion may gate" if requirement["met"] else \
+            "not met: rules on this criterion stay MANUAL_REVIEW (judge_not_validated)"
+        out.append(f"Requirement (policy judge_validation: min_kappa {requirement['min_kappa']:g}, "
+                   f"min_cases {requirement['min_cases']}): {verdict}")
+    if not getattr(spec.evaluator, "judge", False):
+        out.append(f"Note: {spec.type} is not an LLM judge; the gate does not need this validation.")
+    return out

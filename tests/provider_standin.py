@@ -1,0 +1,167 @@
+"""A local stand-in for LLM providers: a real HTTP server on 127.0.0.1 speaking both wire formats.
+
+``POST /v1/chat/completions`` answers like OpenAI's chat completions, ``POST /v1/messages`` like
+Anthropic's Messages API. Replies are scripted: each request first takes the next item of
+``faults`` (a fault, or a fixed reply text), then the first rule whose marker occurs in the
+prompt, then ``default``. Every request is recorded (path, headers, body) for assertions.
+
+    with StandIn(key="sk-test") as standin:
+        standin.rules.append(("UNSUPPORTED", verdict("fail", "a claim is not in the context")))
+        standin.faults += [Fault(429, retry_after="1"), Fault(500), Fault("malformed"), Fault("slow", 2.0)]
+        ... base_url=standin.openai_url or standin.anthropic_url ...
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def verdict(value: str, rationale: str = "stand-in rationale") -> str:
+    return json.dumps({"verdict": value, "rationale": rationale})
+
+
+class Fault:
+    """One scripted answer: an HTTP status (``429``, ``500``), ``"malformed"`` JSON, ``"empty"``
+    (valid JSON of the wrong shape), ``"slow"`` (sleep ``seconds``, then answer normally), or
+    ``"text"`` (a fixed reply ``text``)."""
+
+    def __init__(self, kind: int | str, seconds: float = 0.0, *, retry_after: str | None = None, text: str = ""):
+        self.kind, self.seconds, self.retry_after, self.text = kind, seconds, retry_after, text
+
+
+def reply_text(text: str) -> Fault:
+    return Fault("text", text=text)
+
+
+class StandIn:
+    """The server and its script; use as a context manager."""
+
+    def __init__(self, key: str | None = None, usage: tuple[int, int] = (100, 20)):
+        self.key = key  # when set, requests must carry it (Bearer or x-api-key)
+        self.usage = usage  # (input tokens, output tokens) reported for every reply
+        self.faults: deque = deque()
+        self.rules: list[tuple[str, str]] = []
+        self.default = verdict("pass")
+        self.requests: list[dict] = []
+        self.in_flight = self.max_in_flight = 0  # requests being answered at once
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self.server.server_address[1]
+
+    @property
+    def openai_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> StandIn:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+    def prompts(self) -> list[str]:
+        """The user prompt of every request so far."""
+        return [r["prompt"] for r in self.requests]
+
+    def next_action(self, prompt: str) -> tuple[Fault | None, str]:
+        with self.lock:
+            fault = self.faults.popleft() if self.faults else None
+        if fault is not None and fault.kind == "text":
+            return None, fault.text
+        for marker, text in self.rules:
+            if marker in prompt:
+                return fault, text
+        return fault, self.default
+
+
+def _handler(standin: StandIn) -> type:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # quiet: tests read the recorded requests instead
+            pass
+
+        def send(self, status: int, body: bytes, headers: dict | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def error(self, status: int, message: str, headers: dict | None = None) -> None:
+            self.send(status, json.dumps({"error": {"message": message}}).encode(), headers)
+
+        def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
+            with standin.lock:
+                standin.in_flight += 1
+                standin.max_in_flight = max(standin.max_in_flight, standin.in_flight)
+            try:
+                self.answer()
+            finally:
+                with standin.lock:
+                    standin.in_flight -= 1
+
+        def answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            wire = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}.get(self.path)
+            if wire is None:
+                return self.error(404, f"no route {self.path}")
+            prompt = body["messages"][-1]["content"] if body.get("messages") else ""
+            system = (body.get("system") if wire == "anthropic"
+                      else next((m["content"] for m in body.get("messages", ()) if m["role"] == "system"), None))
+            with standin.lock:
+                standin.requests.append({"wire": wire, "headers": dict(self.headers), "body": body,
+                                         "prompt": prompt, "system": system})
+            given = (self.headers.get("Authorization", "").removeprefix("Bearer ") if wire == "openai"
+                     else self.headers.get("x-api-key", ""))
+            if standin.key is not None and given != standin.key:
+                return self.error(401, "invalid api key")
+            if wire == "anthropic" and (not self.headers.get("anthropic-version") or "max_tokens" not in body):
+                return self.error(400, "anthropic-version header and max_tokens are required")
+            fault, text = standin.next_action(prompt)
+            if fault is not None:
+                if isinstance(fault.kind, int):
+                    headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+                    return self.error(fault.kind, "scripted fault", headers)
+                if fault.kind == "malformed":
+                    return self.send(200, b'{"choices": [{"message": {"content": "trunc')
+                if fault.kind == "empty":
+                    return self.send(200, b'{"object": "nothing"}')
+                if fault.kind == "slow":
+                    time.sleep(fault.seconds)
+            tokens_in, tokens_out = standin.usage
+            if wire == "openai":
+                reply = {"id": "chatcmpl-standin", "object": "chat.completion", "model": body.get("model"),
+                         "choices": [{"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": text}}],
+                         "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
+                                   "total_tokens": tokens_in + tokens_out}}
+            else:
+                reply = {"id": "msg_standin", "type": "message", "role": "assistant", "model": body.get("model"),
+                         "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                         "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
+            try:
+                self.send(200, json.dumps(reply).encode())
+            except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+                pass
+
+    return Handler
