@@ -13,6 +13,8 @@ from oloproof import Context, ContextItem, hookimpl
 
 
 class GoldContext:
+    """Generate from the case's ``expected.gold_context`` instead of the assembled context."""
+
     name = "gold-context"
     label = "gold context"
     labels_by_recovery = True  # labels come from this intervention, not carried from another

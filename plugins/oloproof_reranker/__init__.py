@@ -15,23 +15,30 @@ from oloproof import ConfigError, OloproofError, hookimpl, import_object
 
 @frozen(kw_only=True)
 class Options:
-    reranker: str  # "module:function"
+    reranker: str | None = None  # "module:function"; required, checked with the other options
 
 
 class Reranker:
+    """Replay the recorded retrieval with the candidates reordered by your function."""
+
     name = "reranker"
-    labels_by_recovery = False
+    labels_by_recovery = False  # carries the labels of the run's gold-context diagnosis forward
+    confirms = "RANKED_OUT"  # the label whose cases a better order should recover
     control_label = "replay control"
 
     def __init__(self, options: Options):
         self.target = options.reranker
-        self.label = f"reranker {options.reranker}"
+        self.label = "reranker" if options.reranker is None else f"reranker {options.reranker}"
         self.function = None
 
     def supports(self, system: Any) -> bool:
         return callable(getattr(system, "replay", None))
 
     def check(self, system: Any) -> None:
+        if self.target is None:
+            raise ConfigError("--intervention reranker needs --reranker MODULE:FUNCTION",
+                              fix="pass e.g. --reranker rerank:shortest_first, a function (input, candidates) "
+                                  "-> candidates in rerank.py beside app.py")
         try:
             self.function = import_object(self.target)
         except OloproofError as exc:

@@ -14,22 +14,28 @@ from oloproof import ConfigError, hookimpl
 
 @frozen(kw_only=True)
 class Options:
-    top_k: int
+    top_k: int | None = None  # required; checked against the system, so the error can name the range
 
 
 class TopK:
+    """Replay the recorded retrieval, assembling the context with a wider top-k."""
+
     name = "top-k"
-    labels_by_recovery = False  # confirms the labels of the run's gold-context diagnosis
+    labels_by_recovery = False  # carries the labels of the run's gold-context diagnosis forward
+    confirms = "RANKED_OUT"  # the label whose cases a wider cut-off should recover
     control_label = "replay control"
 
     def __init__(self, options: Options):
         self.top_k = options.top_k
-        self.label = f"top-k {options.top_k}"
+        self.label = "top-k" if options.top_k is None else f"top-k {options.top_k}"
 
     def supports(self, system: Any) -> bool:
         return callable(getattr(system, "replay", None))
 
     def check(self, system: Any) -> None:
+        if self.top_k is None:
+            raise ConfigError("--intervention top-k needs --top-k N, the wider cut-off to replay with",
+                              fix=f"pass --top-k N with {system.top_k} < N <= {system.depth}")
         if self.top_k <= system.top_k:
             raise ConfigError(f"--top-k {self.top_k} is not above the run's top_k {system.top_k}",
                               fix=f"pass a larger --top-k, up to the depth {system.depth}")
