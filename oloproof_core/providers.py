@@ -65,7 +65,7 @@ def parse_verdict(text: str) -> tuple[str, str] | None:
     with different verdicts make the reply ambiguous (None).
     """
     stripped = FENCE.sub("", text.strip())
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # a model may break a long rationale over lines
     found: list[dict] = []
     start = stripped.find("{")
     while start != -1:
