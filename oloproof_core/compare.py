@@ -105,6 +105,8 @@ def metric_line(p: Paired, confidence: float, interval: bool = True) -> list[str
 
 @frozen(kw_only=True)
 class Decision:
+    """One compare rule's verdict, its reason and, when undecided, the planning line."""
+
     rule: Rule
     verdict: str
     reason: str
@@ -112,6 +114,7 @@ class Decision:
 
 
 def describe(rule: Rule) -> str:
+    """``non-inferiority, margin 5.0 points`` or ``floor, min 70.0%``."""
     if rule.kind == "floor":
         return f"floor, min {100 * rule.min:.1f}%"
     return f"{rule.kind}, margin {rule.margin or 0.0:.1f} points"

@@ -1,7 +1,8 @@
-"""Print the simulated coverage table of docs/statistics.md as markdown.
+"""Print the simulated coverage tables of docs/statistics.md as markdown.
 
 Run from the repository root: ``python scripts/coverage_table.py``. Every row uses its own seeded
-``np.random.default_rng``, so the output is reproducible.
+``np.random.default_rng``, so the output is reproducible. ``--table methods`` prints only the table of
+every method, ``--table paired-vs-wald`` only the paired betting interval beside the Wald interval.
 """
 
 from __future__ import annotations
@@ -128,16 +129,56 @@ def paired_score_rows(points, replicates: int, seed: int):
         yield "paired betting", data, n, f"diff = {truth:+.2f}", replicates, coverage, None, width
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicates", type=int, default=4000, help="replicates per discrete row")
-    parser.add_argument(
-        "--score-replicates", type=int, default=4000, help="replicates per score row"
-    )
-    parser.add_argument("--seed", type=int, default=20240601)
-    options = parser.parse_args()
-    started = time.perf_counter()
-    discrete, scores, seed = options.replicates, options.score_replicates, options.seed
+def wald_paired(b: int, c: int, n: int) -> tuple[float, float]:
+    """The classical Wald interval for a difference of paired proportions, unclipped.
+
+    d = (c - b)/n with standard error sqrt(((b + c)/n - d²)/n); shown for contrast only.
+    """
+    d = (c - b) / n
+    half = 1.959963984540054 * math.sqrt(max((b + c) / n - d * d, 0.0) / n)
+    return d - half, d + half
+
+
+def trinomial_coverage(interval, n: int, worse: float, better: float) -> float:
+    """Exact coverage: the probability of every (b, c) whose interval covers the true difference."""
+    from scipy.special import gammaln
+
+    truth, total = better - worse, 0.0
+    for b in range(n + 1):
+        for c in range(n - b + 1):
+            lower, upper = interval(b, c)
+            if lower <= truth <= upper:
+                total += math.exp(
+                    gammaln(n + 1) - gammaln(b + 1) - gammaln(c + 1) - gammaln(n - b - c + 1)
+                    + b * math.log(worse) + c * math.log(better)
+                    + (n - b - c) * math.log(1 - worse - better)
+                )
+    return total
+
+
+def paired_contrast_rows(points, replicates: int, seed: int):
+    """Yield, per (n, P(b), P(c)), the paired betting interval and the Wald interval on the same draws."""
+    for index, (n, worse, better) in enumerate(points):
+        rng = np.random.default_rng([seed, 6, index])
+        draws = rng.multinomial(n, [worse, better, 1 - worse - better], replicates)
+        truth = better - worse
+
+        @cached
+        def betting(b: int, c: int, n: int = n) -> tuple[float, float]:
+            candidate = [0.0] * b + [1.0] * c + [0.0] * (n - b - c)
+            baseline = [1.0] * b + [0.0] * c + [0.0] * (n - b - c)
+            return paired_difference(candidate, baseline, CONFIDENCE)[1:]
+
+        wald = cached(lambda b, c, n=n: wald_paired(b, c, n))
+        cells = []
+        for interval in (betting, wald):
+            bounds = np.array([interval(int(b), int(c)) for b, c, _ in draws])
+            coverage, width = summarise(bounds, truth)
+            cells.append((coverage, trinomial_coverage(interval, n, worse, better), width))
+        yield n, worse, better, truth, replicates, cells
+
+
+def print_methods_table(seed: int, discrete: int, scores: int) -> None:
     clopper_points = [(13, 0.7), (13, 0.95), (50, 0.5), (50, 0.9), (200, 0.98)]
     score_points = [(13, 2, 5), (50, 2, 5), (200, 2, 5), (13, 5, 1), (50, 5, 1)]
     paired_points = [(15, 0.05, 0.10), (50, 0.10, 0.10), (200, 0.02, 0.08)]
@@ -161,6 +202,42 @@ def main() -> None:
             f"| {method} | {data} | {n} | {truth} | {replicates} | {coverage:.4f} "
             f"| {tolerance:.4f} | {exact_text} | {width:.3f} |"
         )
+
+
+def print_paired_wald_table(seed: int, discrete: int) -> None:
+    points = [(10, 0.05, 0.15), (15, 0.05, 0.10), (30, 0.10, 0.20), (50, 0.10, 0.10),
+              (100, 0.02, 0.08), (100, 0.30, 0.10), (200, 0.02, 0.08)]
+    print(f"Paired pass/fail differences, nominal level {CONFIDENCE:.0%}, seed {seed}; both methods "
+          "on the same draws.\n")
+    print(
+        "| n | P(b) | P(c) | true difference | replicates "
+        "| betting: simulated | betting: exact | betting: mean width "
+        "| Wald: simulated | Wald: exact | Wald: mean width |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, worse, better, truth, replicates, cells in paired_contrast_rows(points, discrete, seed):
+        text = " | ".join(f"{coverage:.4f} | {exact:.4f} | {width:.3f}" for coverage, exact, width in cells)
+        print(f"| {n} | {worse} | {better} | {truth:+.2f} | {replicates} | {text} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicates", type=int, default=4000, help="replicates per discrete row")
+    parser.add_argument(
+        "--score-replicates", type=int, default=4000, help="replicates per score row"
+    )
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument(
+        "--table", choices=("all", "methods", "paired-vs-wald"), default="all", help="which table to print"
+    )
+    options = parser.parse_args()
+    started = time.perf_counter()
+    if options.table in ("all", "methods"):
+        print_methods_table(options.seed, options.replicates, options.score_replicates)
+    if options.table == "all":
+        print()
+    if options.table in ("all", "paired-vs-wald"):
+        print_paired_wald_table(options.seed, options.replicates)
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
 
