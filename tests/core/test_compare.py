@@ -561,4 +561,3 @@ def test_docs_name_every_verdict_reason_and_exit_code():
                  "interval_within_threshold", "interval_below_minimum", "interval_overlaps_threshold",
                  "--allow-different-evaluators", "Unpaired:", "Gate: BLOCK (exit 3)", "sha256:"):
         assert word in text, word
-    assert "/work/" not in text
