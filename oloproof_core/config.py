@@ -6,7 +6,7 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import cattrs
 from attrs import field, fields, frozen, has
@@ -114,11 +114,59 @@ def _strict_bool(value: Any, _: type) -> bool:
     return value
 
 
+def _strict_list(converter: cattrs.Converter) -> Any:
+    """Lists must be lists: cattrs alone would split ``slices: metadata.topic`` into characters."""
+    from cattrs.errors import IterableValidationNote
+
+    def factory(cls: type) -> Any:
+        args = get_args(cls)
+        item = args[0] if args else Any
+
+        def hook(value: Any, _: type) -> list:
+            if not isinstance(value, list):
+                raise ConfigError(f"expected a list, got {_describe(value)}", fix="write [a, b], or one `- item` a line")
+            out, errors = [], []
+            for i, element in enumerate(value):
+                try:
+                    out.append(element if item is Any else converter.structure(element, item))
+                except Exception as exc:  # noqa: BLE001 - collected and re-raised with their index
+                    exc.__notes__ = [*getattr(exc, "__notes__", []),
+                                     IterableValidationNote(f"Structuring {cls} @ index {i}", i, item)]
+                    errors.append(exc)
+            if errors:
+                raise IterableValidationError(f"While structuring {cls!r}", errors, cls)
+            return out
+
+        return hook
+
+    return factory
+
+
+def _strict_dict(converter: cattrs.Converter) -> Any:
+    """Mappings must be mappings, with a message that says so."""
+    from cattrs.gen import make_mapping_structure_fn
+
+    def factory(cls: type) -> Any:
+        inner = make_mapping_structure_fn(cls, converter) if get_args(cls) else None
+
+        def hook(value: Any, _: type) -> dict:
+            if not isinstance(value, dict):
+                raise ConfigError(f"expected a mapping, got {_describe(value)}",
+                                  fix="write {key: value, ...}, or one `key: value` a line")
+            return inner(value, cls) if inner is not None else dict(value)
+
+        return hook
+
+    return factory
+
+
 def make_converter() -> cattrs.Converter:
-    """The one converter: extra keys forbidden, scalars never coerced."""
+    """The one converter: extra keys forbidden, scalars never coerced, lists and mappings checked."""
     converter = cattrs.Converter(forbid_extra_keys=True)
     for cls, hook in ((str, _strict_str), (int, _strict_int), (float, _strict_float), (bool, _strict_bool)):
         converter.register_structure_hook(cls, hook)
+    converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list(converter))
+    converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) is dict, _strict_dict(converter))
     return converter
 
 

@@ -66,7 +66,10 @@ def oloproof_register_interventions(registry: Any) -> None:
           False when it confirms the labels of the run's latest gold-context diagnosis;
         - ``supports(system) -> bool``: False for a system it cannot re-execute (a black box),
           whose cases are then UNRESOLVED with ``intervention_unsupported``;
-        - ``check(system)``: raise ConfigError for options that cannot apply (exit 2);
+        - ``check(system)``: raise ConfigError for options that cannot apply (exit 2); it runs
+          before any case is re-executed;
+        - ``confirms`` (optional): the label its recoveries confirm (``RANKED_OUT`` for top-k
+          and reranker), printed as ``Confirmed under <label>: x of y <LABEL> cases also recovered``;
         - ``apply(system, case, record, recorder)`` and ``control(system, case, record, recorder)``:
           re-execute one case under the intervention, and unchanged; ``record`` is the parent
           run's record of the case, ``recorder`` takes the artifacts. A staged system offers
