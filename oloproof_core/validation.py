@@ -124,15 +124,25 @@ def cohen_kappa(t: Table) -> float | None:
     return None if expected >= 1.0 else (observed - expected) / (1.0 - expected)
 
 
+def one_sided(t: Table) -> str | None:
+    """Who gave every case the same label (``"humans"``, ``"judge"``), if anyone did."""
+    if not (t.pp + t.fp) or not (t.pf + t.ff):
+        return "humans"
+    if not (t.pp + t.pf) or not (t.fp + t.ff):
+        return "judge"
+    return None
+
+
 def kappa_standard_error(t: Table) -> float | None:
     """The large-sample (non-null) standard error of kappa, Fleiss, Cohen & Everitt (1969):
 
     Var = [Σᵢ pᵢᵢ(1 - (pᵢ. + p.ᵢ)(1 - κ))² + (1 - κ)² Σᵢ≠ⱼ pᵢⱼ(p.ᵢ + pⱼ.)² - (κ - pₑ(1 - κ))²] / (n(1 - pₑ)²),
 
     rows the judge's verdicts, columns the human labels (statsmodels' ``cohens_kappa().std_kappa``).
+    None when kappa is undefined, or when one rater gave every case the same label.
     """
     kappa, n = cohen_kappa(t), t.n
-    if kappa is None:
+    if kappa is None or one_sided(t):  # kappa is 0 by construction there, and its variance degenerate
         return None
     p = [[t.pp / n, t.pf / n], [t.fp / n, t.ff / n]]
     row = [p[0][0] + p[0][1], p[1][0] + p[1][1]]
@@ -294,7 +304,7 @@ def validate_judge(suite: Any, plugins: Any, store: Any, criterion: str, labels_
         "confidence_level": confidence,
         "agreement": rate(table.pp + table.ff, table.n, confidence),
         "kappa": kappa, "kappa_low": interval[0] if interval else None, "kappa_high": interval[1] if interval else None,
-        "kappa_standard_error": kappa_standard_error(table),
+        "kappa_standard_error": kappa_standard_error(table), "one_sided": one_sided(table) if table.n else None,
         "true_positive_rate": rate(table.pp, table.pp + table.fp, confidence),
         "true_negative_rate": rate(table.ff, table.pf + table.ff, confidence),
         "methods": {"rates": RATE_METHOD, "kappa": KAPPA_METHOD},
@@ -345,9 +355,13 @@ def render(record: dict, spec: Any) -> list[str]:
                 f"{r['k']} / {r['n']}"]
 
     kappa = record["kappa"]
-    kappa_cells = (["undefined", "—", f"n {record['n']}"] if kappa is None else
-                   [f"{kappa:.3f}", f"[{floor_to(record['kappa_low'], 3):.3f}, {ceil_to(record['kappa_high'], 3):.3f}]",
-                    f"n {record['n']}"])
+    if kappa is None:
+        kappa_cells = ["undefined", "—", f"n {record['n']}"]
+    elif record["kappa_low"] is None:
+        kappa_cells = [f"{kappa:.3f}", "—", f"n {record['n']}"]
+    else:
+        kappa_cells = [f"{kappa:.3f}", f"[{floor_to(record['kappa_low'], 3):.3f}, "
+                       f"{ceil_to(record['kappa_high'], 3):.3f}]", f"n {record['n']}"]
     out += table(["measure", "estimate", f"{pct(record['confidence_level'])} interval", "counts"],
                  [["agreement", *percent(record["agreement"])], ["Cohen's kappa", *kappa_cells],
                   ["true-positive rate", *percent(record["true_positive_rate"])],
@@ -355,6 +369,13 @@ def render(record: dict, spec: Any) -> list[str]:
     out.append(f"Intervals: rates {RATE_METHOD}; {KAPPA_METHOD}.")
     if kappa is None:
         out.append("Kappa is undefined: the judge and the humans each gave one and the same label to every case.")
+    elif record["one_sided"]:
+        who = "the humans gave every case the same label" if record["one_sided"] == "humans" else \
+            "the judge gave every case the same verdict"
+        out.append(f"Kappa is 0 by construction and has no interval: {who}; label cases of both kinds.")
+    elif kappa == 1.0:
+        out.append("Perfect agreement: the large-sample kappa interval collapses to a point; read the agreement "
+                   "interval for the uncertainty.")
     requirement = record.get("requirement")
     if requirement is None:
         out.append("Requirement: none (the suite has no policy)")
