@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .errors import ExitCode, OloproofError
+from .errors import ConfigError, ExitCode, OloproofError
 
 
 def _echo(lines) -> None:
@@ -215,13 +215,20 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
         from ruamel.yaml import YAML
 
         options[key] = YAML(typ="safe").load(value)
+    flags = {"top_k": "--top-k", "reranker": "--reranker"}
     if entry.options is None:
         if options:
-            raise OloproofError(f"intervention {intervention!r} takes no option {sorted(options)[0]!r}",
+            name = sorted(options)[0]
+            raise OloproofError(f"intervention {intervention!r} takes no option {flags.get(name, '--option ' + name)}",
                                 fix="remove it")
         made = entry.factory(None)
     else:
-        made = entry.factory(structure(None, options, entry.options, (), what=f"intervention {intervention!r}"))
+        try:
+            made = entry.factory(structure(None, options, entry.options, (), what=f"intervention {intervention!r}"))
+        except ConfigError as exc:  # located as a YAML path; say which command-line flag it was
+            name = (exc.where or "").removeprefix("$.").split(".")[0].split("[")[0]
+            flag = flags.get(name, f"--option {name}") if name else "--option"
+            raise ConfigError(exc.problem, where=flag, fix=exc.fix) from None
     _echo(Diagnosis(suite, project.plugins, store, run_id, criterion).run(made))
 
 

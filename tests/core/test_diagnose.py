@@ -414,7 +414,7 @@ def bad(staged, *args: str) -> str:
     (["--intervention", "gold-contxt", "--criterion", "answer_correct"],
      "unknown intervention 'gold-contxt'; fix: did you mean 'gold-context'?"),
     (["--intervention", "gold-context", "--option", "depth=8", "--criterion", "answer_correct"],
-     "intervention 'gold-context' takes no option 'depth'; fix: remove it"),
+     "intervention 'gold-context' takes no option --option depth; fix: remove it"),
     (["--intervention", "top-k", "--top-k", "3", "--option", "depth=8", "--criterion", "answer_correct"],
      "unknown key 'depth'; fix: remove it; intervention 'top-k' accepts: top_k"),
 ])
