@@ -175,6 +175,51 @@ def rate(k: int, n: int, confidence: float) -> dict:
     return {"k": k, "n": n, "value": k / n, "low": low, "high": high}
 
 
+def prediction_powered(unlabelled: list[float], judged: list[float], human: list[float],
+                       confidence: float) -> dict | None:
+    """The human-level pass rate of a run: the judge's rate on its N unlabelled cases, corrected by
+    the judge's error on n labelled ones (prediction-powered inference for a mean, Angelopoulos,
+    Bates, Fannjiang, Jordan & Zrnic 2023, Science 382(6671):669-674).
+
+    θ = mean(f over unlabelled) - mean(f - y over labelled), SE² = var(f)/N + var(f - y)/n (sample
+    variances), interval θ ± z·SE clipped to [0, 1]. None with fewer than two of either.
+    """
+    from scipy.special import ndtri
+
+    big_n, n = len(unlabelled), len(judged)
+    if big_n < 2 or n < 2:
+        return None
+    f_mean = sum(unlabelled) / big_n
+    errors = [f - y for f, y in zip(judged, human)]
+    bias = sum(errors) / n
+    f_var = sum((f - f_mean) ** 2 for f in unlabelled) / (big_n - 1)
+    error_var = sum((e - bias) ** 2 for e in errors) / (n - 1)
+    value, se = f_mean - bias, math.sqrt(f_var / big_n + error_var / n)
+    z = float(ndtri(0.5 + confidence / 2))
+    return {"value": value, "low": max(0.0, value - z * se), "high": min(1.0, value + z * se),
+            "standard_error": se, "unlabelled": big_n, "labelled": n}
+
+
+def run_rate(store: Any, run_id: str, criterion: str, identity: str, labels: list[Label],
+             judgments: list[Judgment], confidence: float) -> dict | None:
+    """The run's pass rate of the criterion as the gate reads it (judge only), and prediction-powered,
+    when the run was judged by this very judge and enough of its cases are labelled and unlabelled."""
+    header, summary = store.get_run(run_id)
+    if header["evaluators"].get(criterion) is None or digest(header["evaluators"][criterion]) != identity:
+        return None
+    labelled = {label.id for label in labels}
+    unlabelled = [r["judgments"][criterion]["value"] for r in store.run_cases(run_id) if r["id"] not in labelled
+                  and r["judgments"].get(criterion, {}).get("status") in ("pass", "fail")]
+    pairs = [(j.value, float(label.label)) for label, j in zip(labels, judgments)
+             if not label.has_output and j.status in ("pass", "fail")]
+    estimate = prediction_powered(unlabelled, [f for f, _ in pairs], [y for _, y in pairs], confidence)
+    if estimate is None:
+        return None
+    metric = summary["metrics"][criterion]
+    return {"prediction_powered": estimate, "judge_only": {key: metric[key] for key in ("value", "low", "high",
+                                                                                        "observed")}}
+
+
 def judge_labels(suite: Any, store: Any, spec: Any, pairs: list[tuple[Any, Execution]]) -> tuple[list[Judgment], dict]:
     """The evaluator's judgment of each (case, execution), through the judgment cache the runs use."""
     evaluator = spec.evaluator
@@ -309,6 +354,8 @@ def validate_judge(suite: Any, plugins: Any, store: Any, criterion: str, labels_
         "true_negative_rate": rate(table.ff, table.pf + table.ff, confidence),
         "methods": {"rates": RATE_METHOD, "kappa": KAPPA_METHOD},
     }
+    if run_id is not None:
+        record["run_rate"] = run_rate(store, run_id, criterion, record["identity"], labels, judgments, confidence)
     met = None
     if suite.policy is not None:
         need = suite.policy.judge_validation
@@ -366,7 +413,20 @@ def render(record: dict, spec: Any) -> list[str]:
                  [["agreement", *percent(record["agreement"])], ["Cohen's kappa", *kappa_cells],
                   ["true-positive rate", *percent(record["true_positive_rate"])],
                   ["true-negative rate", *percent(record["true_negative_rate"])]])
+    run_rate_ = record.get("run_rate")
+    if run_rate_:
+        naive, ppi = run_rate_["judge_only"], run_rate_["prediction_powered"]
+        out.append(f"Pass rate of {record['criterion']} in run {record['run']}:")
+        out += table(["estimate of", "estimate", f"{pct(record['confidence_level'])} interval", "from"],
+                     [["judge only (the gate)", *percent({**naive, "k": naive["observed"], "n": 0})[:2],
+                       f"{naive['observed']} judged"],
+                      ["prediction-powered", *percent({**ppi, "k": 0, "n": 0})[:2],
+                       f"{ppi['unlabelled']} judged + {ppi['labelled']} labelled"]])
     out.append(f"Intervals: rates {RATE_METHOD}; {KAPPA_METHOD}.")
+    if run_rate_:
+        out.append("Prediction-powered: the judge's rate on the unlabelled cases minus its mean error on the "
+                   "labelled ones, Angelopoulos et al. (2023), Science 382(6671):669-674; the gate decides on "
+                   "the judge-only interval.")
     if kappa is None:
         out.append("Kappa is undefined: the judge and the humans each gave one and the same label to every case.")
     elif record["one_sided"]:

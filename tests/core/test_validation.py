@@ -18,7 +18,7 @@ from conftest import case
 
 from oloproof import ConfigError, digest
 from oloproof_core.validation import (Table, cohen_kappa, kappa_interval, kappa_standard_error, load_labels,
-                                      one_sided, rate)
+                                      one_sided, prediction_powered, rate)
 
 # The worked example of docs/judges.md: 38 labelled cases.
 #                judge pass  judge fail
@@ -91,6 +91,22 @@ def test_degenerate_tables():
     assert kappa_interval(humans_always_pass, 0.95) is None
     assert one_sided(humans_always_pass) == "humans" and one_sided(Table(pp=4, pf=5, fp=0, ff=0)) == "judge"
     assert one_sided(EXAMPLE) is None
+
+
+def test_prediction_powered_by_hand():
+    # 10 unlabelled cases, 7 passed by the judge: mean 0.7, sample variance 0.7 · 0.3 · 10/9 = 0.23333
+    # 8 labelled: judge and human agree on 6, the judge passes 2 the humans fail: errors f - y = 1, 1, 0 × 6,
+    # mean 0.25, sample variance 0.25 · 0.75 · 8/7 = 0.21429
+    # θ = 0.7 - 0.25 = 0.45; SE = √(0.23333/10 + 0.21429/8) = √0.050119 = 0.223873; ± 1.959964 · SE = ± 0.438783
+    got = prediction_powered([1.0] * 7 + [0.0] * 3, [1.0] * 6 + [0.0] * 2, [1.0] * 4 + [0.0] * 4, 0.95)
+    assert got["value"] == pytest.approx(0.45, abs=1e-12)
+    assert got["standard_error"] == pytest.approx(0.223873, abs=5e-7)
+    assert (got["low"], got["high"]) == (pytest.approx(0.011217, abs=5e-7), pytest.approx(0.888783, abs=5e-7))
+    assert (got["unlabelled"], got["labelled"]) == (10, 8)
+    assert prediction_powered([1.0], [1.0, 0.0], [1.0, 0.0], 0.95) is None
+    assert prediction_powered([1.0, 0.0], [1.0], [1.0], 0.95) is None
+    clipped = prediction_powered([1.0] * 9 + [0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 0.95)
+    assert clipped["high"] == 1.0 and clipped["value"] == pytest.approx(0.9 + 1 / 3)
 
 
 # -- the labels file -----------------------------------------------------------------------------
@@ -218,6 +234,23 @@ def test_validate_reports_the_worked_example_and_stores_it_under_the_judges_iden
     assert shown.out == "".join(line + "\n" for line in record["lines"])
     again = project.run("judge", "validate", "--labels", "labels.jsonl", "--criterion", "answer_correct")
     assert again.out == result.out and len(stored(project)) == 1  # the same evidence has the same id
+
+
+def test_a_run_with_unlabelled_cases_gets_a_prediction_powered_pass_rate_beside_the_gates(project):
+    labelled_project(project)
+    rows = [json.loads(line) for line in (project.root / "cases.jsonl").read_text().splitlines()]
+    project.cases(rows + [case(i, ok=i < 45) for i in range(38, 48)])  # 10 unlabelled, 7 pass
+    project.run("run")
+    result = project.run("judge", "validate", "--labels", "labels.jsonl", "--criterion", "answer_correct")
+    assert result.code == 0, result
+    # judge only: 30 of 48 = 62.5%, Clopper-Pearson [0.47351, 0.76048]. Prediction-powered: 0.7 - (3 - 2)/38 = 0.673684;
+    # SE² = 0.23333/10 + ((5 - 38 · (1/38)²)/37)/38 = 0.0233333 + 0.0035375; 0.673684 ± 1.959964 · 0.163923
+    assert cells(result.out, "judge only (the gate)") == ["62.5%", "[47.3%, 76.1%]", "48 judged"]
+    assert cells(result.out, "prediction-powered") == ["67.4%", "[35.2%, 99.5%]", "10 judged + 38 labelled"]
+    [(_, record)] = stored(project)
+    ppi = record["run_rate"]["prediction_powered"]
+    assert ppi["value"] == pytest.approx(0.7 - 1 / 38) and ppi["standard_error"] == pytest.approx(0.163923, abs=5e-7)
+    assert "the gate decides on the judge-only interval" in result.out
 
 
 def test_validate_judges_a_chosen_run_and_counts_what_could_not_be_judged(project):
