@@ -6,6 +6,7 @@ the script exits 0 whatever the figures are (it fails only if something crashes)
     python benchmarks/run.py                      # 10,000 cases, 3 runs of each kind
     python benchmarks/run.py --cases 2000 --json figures.json
     python benchmarks/run.py --workdir bench-projects   # keep the generated projects to profile them
+    python benchmarks/run.py --no-http            # without the http system's figures (http_bench.py)
 
 What is measured (every ``oloproof`` call is a subprocess; wall time, and the child's CPU time and
 peak RSS from ``os.wait4``):
@@ -364,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-runs", type=int, default=10, metavar="K", help="runs of oloproof --help (10)")
     parser.add_argument("--baseline-runs", type=int, default=5, metavar="K", help="runs of the 1-case project (5)")
     parser.add_argument("--top-imports", type=int, default=5, metavar="K", help="slowest imports to print (5)")
+    parser.add_argument("--no-http", action="store_true", help="skip the http system's figures (http_bench.py)")
+    parser.add_argument("--http-cases", type=int, default=1000, metavar="N", help="cases of the HTTP projects (1000)")
     parser.add_argument("--workdir", metavar="DIR",
                         help="generate the projects in DIR and keep them (default: a temporary directory)")
     args = parser.parse_args(argv)
@@ -379,6 +382,12 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="oloproof-bench-") as tmp:
             result = measure(args, Path(tmp))
     report(result)
+    if not args.no_http:  # the http system against a local server: benchmarks/http_bench.py
+        import http_bench
+
+        with tempfile.TemporaryDirectory(prefix="oloproof-http-bench-") as tmp:
+            result["http"] = http_bench.benchmark(Path(tmp), args.http_cases, args.repeat)
+        http_bench.report(result["http"])
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         log(f"figures written to {args.json}")
