@@ -120,9 +120,16 @@ class Recorder:
     def __init__(self, case: Case):
         self.case = case
         self.items: list[tuple[str, Any]] = []
+        self.sources: dict[int, str] = {}  # item index -> where the value came from, for messages
 
-    def record(self, artifact_type: str, value: Any) -> None:
-        """Record ``value`` as an artifact of ``artifact_type`` (validated when the case ends)."""
+    def record(self, artifact_type: str, value: Any, *, source: str | None = None) -> None:
+        """Record ``value`` as an artifact of ``artifact_type`` (validated when the case ends).
+
+        :param source: where the value came from (an HTTP response field, say), named in the
+            error if it is malformed.
+        """
+        if source is not None:
+            self.sources[len(self.items)] = source
         self.items.append((artifact_type, value))
 
     def retrieval(self, retrieval: Retrieval) -> None:

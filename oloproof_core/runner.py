@@ -59,7 +59,7 @@ def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugi
                  seconds: float) -> Execution:
     """Validate what the system recorded; a malformed or undeclared artifact stops the run."""
     artifacts: dict[str, list] = {}
-    for kind, value in recorder.items:
+    for index, (kind, value) in enumerate(recorder.items):
         if kind not in system.records:
             declared = ", ".join(sorted(system.records)) or "nothing"
             raise ArtifactError(f"case {case.id!r}: the system recorded {kind}, which it does not declare "
@@ -69,7 +69,9 @@ def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugi
         try:
             data = entry.factory().to_data(value)
         except ArtifactError as exc:
-            raise ArtifactError(f"case {case.id!r}: malformed {kind}: {exc.problem}", fix=exc.fix) from None
+            source = recorder.sources.get(index)
+            origin = f" (from {source})" if source else ""
+            raise ArtifactError(f"case {case.id!r}: malformed {kind}{origin}: {exc.problem}", fix=exc.fix) from None
         artifacts.setdefault(kind, []).append(data)
     return Execution(output=output, artifacts={k: tuple(v) for k, v in artifacts.items()}, seconds=seconds)
 

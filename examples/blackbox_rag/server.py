@@ -59,6 +59,7 @@ class Handler(BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 8766
+    ThreadingHTTPServer.request_queue_size = 64  # many clients connect at once
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     print(f"serving on http://127.0.0.1:{port}/answer", flush=True)
     try:

@@ -18,6 +18,10 @@ def _item(cls: type, data: Any, at: str) -> Any:
     unknown = sorted(set(data) - set(FIELDS[cls]))
     if unknown:
         raise ArtifactError(f"{at}.{unknown[0]}: unknown field", fix=f"use {', '.join(FIELDS[cls])}")
+    required = ("doc_id", "position", "reason") if cls is DroppedItem else ("doc_id", "position")
+    absent = [k for k in required if k not in data]
+    if absent:
+        raise ArtifactError(f"{at}.{absent[0]}: missing", fix=f"give every item {' and '.join(required)}")
     try:
         return cls(**data)
     except (ArtifactError, TypeError) as exc:

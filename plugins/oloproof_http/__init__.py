@@ -162,7 +162,8 @@ class HttpSystem:
         body = await self.request(case)
         output = field_at(body, self.options.output_path, "output_path", "point output_path at the answer")
         for kind, path in self.options.artifacts.items():
-            recorder.record(kind, field_at(body, path, f"artifacts.{kind}", f"point artifacts.{kind} at it"))
+            recorder.record(kind, field_at(body, path, f"artifacts.{kind}", f"point artifacts.{kind} at it"),
+                            source=f"response field {path}")
         return output
 
     async def request(self, case: Any) -> Any:

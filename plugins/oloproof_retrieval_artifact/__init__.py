@@ -15,6 +15,8 @@ def _passage(data: Any, at: str) -> Passage:
     unknown = sorted(set(data) - {"doc_id", "score", "text", "chunk_id"})
     if unknown:
         raise ArtifactError(f"{at}.{unknown[0]}: unknown field", fix="a passage has doc_id, score, text, chunk_id")
+    if "doc_id" not in data:
+        raise ArtifactError(f"{at}.doc_id: missing", fix="give every candidate a doc_id")
     try:
         return Passage(**data)
     except (ArtifactError, TypeError) as exc:

@@ -325,8 +325,8 @@ def test_malformed_artifact_stops_the_run(project, fault_server):
     result = project.run("run")
     assert result.code == 2, result
     [line] = result.err.splitlines()
-    assert line.startswith("error: case 'c1': malformed retrieval/v1: candidates[0]"), line
-    assert "doc_id" in line
+    assert line == ("error: case 'c1': malformed retrieval/v1 (from response field evidence.retrieval): "
+                    "candidates[0].doc_id: missing; fix: give every candidate a doc_id"), line
     assert project.runs() == []
 
 
