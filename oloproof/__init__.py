@@ -44,6 +44,7 @@ from oloproof_core.recording import (
 )
 from oloproof_core.registry import Registry
 from oloproof_core.identity import canonical, digest
+from oloproof_core.providers import judgment_from_reply, open_provider
 
 __version__ = "0.1.0"
 
@@ -79,9 +80,11 @@ __all__ = [
     "display",
     "hookimpl",
     "import_object",
+    "judgment_from_reply",
     "rag_system",
     "latest",
     "one_of",
+    "open_provider",
     "ranked_units",
     "relevant_units",
     "unit_key",

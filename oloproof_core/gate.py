@@ -156,12 +156,14 @@ def gate(decisions: Sequence[Decision], block_on: Sequence[str]) -> tuple[str, E
 
 
 def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> bool:
-    """Whether a stored validation of exactly this judge identity meets the policy's requirement."""
+    """Whether the latest stored validation of exactly this judge identity meets the policy's
+    requirement (a later failing validation withdraws an earlier passing one)."""
+    latest = None
     for _, record in store.list_objects("judge_validation"):
-        if (record.get("identity") == identity and record.get("n", 0) >= requirement.min_cases
-                and (record.get("kappa") is not None and record["kappa"] >= requirement.min_kappa)):
-            return True
-    return False
+        if record.get("identity") == identity:
+            latest = record
+    return (latest is not None and latest.get("n", 0) >= requirement.min_cases
+            and latest.get("kappa") is not None and latest["kappa"] >= requirement.min_kappa)
 
 
 def require_validated_judges(decisions: list[Decision], judges: Mapping[str, str], store: Any,

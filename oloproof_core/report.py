@@ -125,4 +125,9 @@ def render_case(record: dict) -> list[str]:
     for name, j in record["judgments"].items():
         out.append(f"    {name}: {judgment_word(j)}" + (f" ({j['reason']})" if j.get("reason") and j["status"]
                                                          in ("pass", "fail") else ""))
+        detail = j.get("detail") or {}
+        if detail.get("rationale"):
+            out.append(f"      rationale: {detail['rationale']}")
+        if detail.get("raw") is not None:
+            out.append(f"      raw reply: {short_json(detail['raw'])}")
     return out

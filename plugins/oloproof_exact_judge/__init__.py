@@ -14,7 +14,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from oloproof import ConfigError, Judgment, digest, hookimpl, select
+from oloproof import ConfigError, Judgment, digest, hookimpl, judgment_from_reply, open_provider, select
 
 NAME = "exact_judge"
 PROMPTS = ("v1",)  # every version ever shipped stays, so a validated judge can stay pinned
@@ -55,8 +55,6 @@ class ExactJudge:
     concurrent = True  # it waits on a service: the runner calls it from several threads
 
     def __init__(self, options: Options):
-        from oloproof import judgment_from_reply, open_provider
-
         self.options, self.verdict = options, judgment_from_reply
         self.system, self.template = load_prompt(options.prompt)
         self.prompt_version = f"exact/{options.prompt}"

@@ -15,7 +15,16 @@ from typing import Any
 
 from attrs import field, frozen
 
-from oloproof import ConfigError, Judgment, digest, hookimpl, latest, select
+from oloproof import (
+    ConfigError,
+    Judgment,
+    digest,
+    hookimpl,
+    judgment_from_reply,
+    latest,
+    open_provider,
+    select,
+)
 
 NAME = "groundedness_judge"
 PROMPTS = ("v1",)  # every version ever shipped stays, so a validated judge can stay pinned
@@ -60,8 +69,6 @@ class GroundednessJudge:
     reads = ("context/v1",)
 
     def __init__(self, options: Options):
-        from oloproof import judgment_from_reply, open_provider
-
         self.options, self.verdict = options, judgment_from_reply
         self.system, self.template = load_prompt(options.prompt)
         self.prompt_version = f"groundedness/{options.prompt}"

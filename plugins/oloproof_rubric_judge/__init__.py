@@ -15,7 +15,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from oloproof import ConfigError, Judgment, digest, hookimpl, select
+from oloproof import ConfigError, Judgment, digest, hookimpl, judgment_from_reply, open_provider, select
 
 NAME = "rubric_judge"
 PROMPTS = ("v1",)  # every version ever shipped stays, so a validated judge can stay pinned
@@ -57,8 +57,6 @@ class RubricJudge:
     concurrent = True  # it waits on a service: the runner calls it from several threads
 
     def __init__(self, options: Options):
-        from oloproof import judgment_from_reply, open_provider
-
         if not options.rubric.strip():
             raise ConfigError(f"evaluator {NAME!r} has an empty rubric", fix="write what a passing answer does")
         self.options, self.verdict = options, judgment_from_reply

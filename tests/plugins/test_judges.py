@@ -11,14 +11,11 @@ import pytest
 from conftest import olo
 from provider_standin import Fault, StandIn, reply_text, verdict
 
-import oloproof
 from oloproof import EvaluationError, Execution, Judgment
-from oloproof_core.model import Case
+from oloproof import Case
 from oloproof_core.providers import parse_verdict
 
 KEY = "sk-standin-judge-7d41aa"
-needs_export = pytest.mark.skipif(not hasattr(oloproof, "open_provider"),
-                                  reason="oloproof does not re-export open_provider and judgment_from_reply yet")
 
 
 @pytest.fixture
@@ -89,7 +86,6 @@ def test_a_long_rationale_is_cut():
 # -- each judge, in process ----------------------------------------------------------------------
 
 
-@needs_export
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_groundedness_asks_about_the_passages_and_records_the_verdict(wire, standin):
     judge = make("groundedness_judge", standin, wire)
@@ -107,7 +103,6 @@ def test_groundedness_asks_about_the_passages_and_records_the_verdict(wire, stan
     assert (got.status, got.detail["rationale"]) == ("fail", "the answer adds a claim")
 
 
-@needs_export
 def test_an_unparseable_verdict_is_missing_with_the_raw_reply_kept(standin):
     got = make("groundedness_judge", standin).evaluate(CASE, execution(answer="GARBLE"))
     assert got.status == "missing" and got.reason == "judge_unparseable"
@@ -115,7 +110,6 @@ def test_an_unparseable_verdict_is_missing_with_the_raw_reply_kept(standin):
     assert got.detail["usage"] == {"input_tokens": 100, "output_tokens": 20}  # the call was paid for
 
 
-@needs_export
 def test_groundedness_without_a_context_to_read_asks_nothing(standin):
     judge = make("groundedness_judge", standin)
     assert judge.evaluate(CASE, Execution(output={"answer": "x"})) == Judgment.missing("no_context_recorded")
@@ -127,7 +121,6 @@ def test_groundedness_without_a_context_to_read_asks_nothing(standin):
     assert "(no passages)" in standin.requests[-1]["prompt"]
 
 
-@needs_export
 def test_citation_support_shows_the_cited_passages_only(standin):
     judge = make("citation_support_judge", standin, "anthropic")
     assert judge.reads == ("citations/v1", "context/v1") and judge.criterion == "citations_supported"
@@ -142,7 +135,6 @@ def test_citation_support_shows_the_cited_passages_only(standin):
     assert len(standin.requests) == 1
 
 
-@needs_export
 def test_rubric_judge_shows_the_rubric_and_an_optional_reference(standin):
     judge = make("rubric_judge", standin, criterion="says_how_long", rubric="The answer says how long it takes.")
     assert judge.criterion == "says_how_long" and judge.exclude(CASE) is None
@@ -155,7 +147,6 @@ def test_rubric_judge_shows_the_rubric_and_an_optional_reference(standin):
     assert judge.exclude(Case(id="c2", input={"question": "q"})) == "no_expected_value"
 
 
-@needs_export
 def test_exact_judge_compares_with_the_expected_answer(standin):
     judge = make("exact_judge", standin)
     assert judge.criterion == "answer_equivalent" and judge.exclude(CASE) is None
@@ -165,7 +156,6 @@ def test_exact_judge_compares_with_the_expected_answer(standin):
     assert "Reference answer:\n14 days" in prompt and "Answer:\nTwo weeks." in prompt
 
 
-@needs_export
 def test_a_provider_fault_surfaces_as_an_evaluation_error(standin):
     standin.faults.extend([Fault(500)] * 2)
     judge = make("exact_judge", standin, provider_options={**provider(standin)["provider_options"], "retries": 1})
@@ -173,7 +163,6 @@ def test_a_provider_fault_surfaces_as_an_evaluation_error(standin):
         judge.evaluate(CASE, execution())
 
 
-@needs_export
 def test_the_identity_names_the_prompt_version_provider_and_model(standin):
     from oloproof import ConfigError
 
@@ -244,7 +233,6 @@ evaluators:
 {extra}{policy}""", encoding="utf-8")
 
 
-@needs_export
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_every_judge_runs_from_yaml_cached_with_usage_in_the_summary(wire, standin, tmp_path):
     judged_project(tmp_path, standin, wire)
@@ -270,7 +258,6 @@ def test_every_judge_runs_from_yaml_cached_with_usage_in_the_summary(wire, stand
     assert "Usage: grounded 1 calls · 100 input tokens · 20 output tokens · $0.0002" in again.out.splitlines()
 
 
-@needs_export
 def test_a_changed_model_or_provider_misses_the_judgment_cache(standin, tmp_path):
     judged_project(tmp_path, standin, "openai")
     olo("run", cwd=tmp_path)
@@ -286,7 +273,6 @@ def test_a_changed_model_or_provider_misses_the_judgment_cache(standin, tmp_path
     assert (extra["prompt_version"], extra["provider"], extra["model"]) == ("groundedness/v1", "anthropic", "judge-2")
 
 
-@needs_export
 def test_a_missing_key_exits_2_before_any_case_runs(standin, tmp_path, monkeypatch):
     judged_project(tmp_path, standin)
     monkeypatch.delenv("OLO_JUDGE_KEY")
@@ -297,7 +283,6 @@ def test_a_missing_key_exits_2_before_any_case_runs(standin, tmp_path, monkeypat
     assert not (tmp_path / "executed.log").exists() and standin.requests == []
 
 
-@needs_export
 def test_the_key_is_nowhere_in_the_store_or_the_output(standin, tmp_path):
     judged_project(tmp_path, standin)
     outputs = [olo("run", cwd=tmp_path)]
@@ -310,7 +295,6 @@ def test_the_key_is_nowhere_in_the_store_or_the_output(standin, tmp_path):
     assert files and all(KEY.encode() not in p.read_bytes() for p in files)
 
 
-@needs_export
 def test_unparseable_verdicts_and_provider_faults_are_missing_with_their_reason(standin, tmp_path):
     judged_project(tmp_path, standin, extra="concurrency: 1\n")
     standin.faults.extend([Fault(503)] * 5)  # the first request fails all five attempts
@@ -347,7 +331,6 @@ def labelled_cases(n_agree_pass: int, n_agree_fail: int, n_judge_pass_human_fail
     return cases, labels
 
 
-@needs_export
 def test_a_rule_on_a_judge_is_manual_review_until_exactly_that_judge_is_validated(standin, tmp_path):
     cases, labels = labelled_cases(20, 10, 1, 1)
     judged_project(tmp_path, standin, cases=cases, policy=POLICY)
@@ -369,7 +352,6 @@ def test_a_rule_on_a_judge_is_manual_review_until_exactly_that_judge_is_validate
     assert other.code == 3 and "judge_not_validated" in other.out
 
 
-@needs_export
 def test_a_validation_below_the_requirement_leaves_the_rule_in_manual_review(standin, tmp_path):
     cases, labels = labelled_cases(10, 4, 6, 4)  # 24 cases, kappa 0.118
     judged_project(tmp_path, standin, cases=cases, policy=POLICY)
