@@ -25,6 +25,4 @@ def bench(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """Build the documentation site with warnings as errors."""
     session.install("-e", ".[docs]")
-    session.run("python", "scripts/cli_reference.py")
-    session.run("python", "scripts/config_reference.py")
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", *session.posargs)
