@@ -2,7 +2,7 @@
 
 import nox
 
-nox.options.sessions = ["tests"]
+nox.options.sessions = ["tests", "lint"]
 nox.options.default_venv_backend = "venv"
 PYTHON = "3.11"
 
@@ -12,6 +12,13 @@ def tests(session: nox.Session) -> None:
     """Install the project with its test extras and run every test, slow ones included."""
     session.install("-e", ".[test]")
     session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """Check the code with ruff (rules and line length in pyproject.toml)."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, get_args, get_origin
 
 import cattrs
-from attrs import field, fields, frozen, has
+from attrs import fields, has
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 from .errors import ConfigError

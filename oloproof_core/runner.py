@@ -16,7 +16,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from .errors import ArtifactError, CaseMissing, ConfigError, ExitCode
+from .errors import ArtifactError, CaseMissing, ConfigError, EvaluationError, ExitCode
 from .gate import Decision, decide_rule, gate, require_validated_judges
 from .identity import digest
 from .model import Case, Execution, Judgment, Summary
@@ -106,7 +106,7 @@ class Executor:
             raise
         except CaseMissing as exc:
             return None, Recorder(case), time.perf_counter() - start, exc.reason
-        except Exception as exc:  # the system failed on this case: it is missing, the run goes on
+        except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing, the run goes on
             return None, Recorder(case), time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}"
 
     def finish(self, case: Case, result: tuple) -> Execution:
@@ -159,7 +159,7 @@ class Executor:
                     raise
                 except CaseMissing as exc:
                     result = (None, recorder, time.perf_counter() - start, exc.reason)
-                except Exception as exc:  # the system failed on this case: it is missing
+                except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing
                     result = (None, recorder, time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}")
                 done(i, self.finish(case, result))
 
@@ -240,16 +240,18 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict,
     return executions, interrupted
 
 
-def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict,
-                use_cache: bool = True) -> list[dict]:
-    """Every evaluator's judgment of every case, from the judgment cache where it can."""
-    judgments: list[dict] = [{} for _ in suite.cases]
+def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
+          concurrency: int, use_cache: bool = True) -> tuple[list[dict], dict]:
+    """Every evaluator's judgment of every (case, execution), from the judgment cache where it can.
+
+    Returns one {criterion: Judgment} a pair, and the cache figures: ``[hits, misses]`` and the
+    usage (calls, tokens, cost) the fresh judgments report, per criterion.
+    """
+    judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
-    for i, case in enumerate(suite.cases):
-        execution = executions[i]
-        case_data = case.to_data()
-        record = None
-        for spec in suite.evaluators:
+    for i, (case, execution) in enumerate(pairs):
+        case_data, record = case.to_data(), None
+        for spec in specs:
             evaluator = spec.evaluator
             exclude = getattr(evaluator, "exclude", None)
             reason = exclude(case) if exclude is not None else None
@@ -262,8 +264,7 @@ def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], ca
             else:
                 if record is None:
                     record = execution.to_data()
-                key = digest({"evaluator": spec.identity, "case": case_data, "execution": record})
-                todo.append((i, spec, key))
+                todo.append((i, spec, digest({"evaluator": spec.identity, "case": case_data, "execution": record})))
     cached = store.cache_get_many("judgment", [key for _, _, key in todo]) if use_cache else {}
     pending = []
     for i, spec, key in todo:
@@ -275,12 +276,11 @@ def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], ca
     def evaluate(item: tuple[int, Any, str]) -> Judgment:
         i, spec, _ = item
         try:
-            return spec.evaluator.evaluate(suite.cases[i], executions[i])
+            return spec.evaluator.evaluate(*pairs[i])
+        except EvaluationError as exc:  # an expected per-case failure: missing with its reason
+            return Judgment.missing(str(exc))
         except Exception as exc:  # noqa: BLE001 - an evaluator failing on one case: that judgment is missing
-            from .errors import EvaluationError
-
-            return Judgment.missing(str(exc) if isinstance(exc, EvaluationError)
-                                    else f"evaluator_error: {type(exc).__name__}: {exc}")
+            return Judgment.missing(f"evaluator_error: {type(exc).__name__}: {exc}")
 
     # In-process evaluators run here; those that wait on a service (LLM judges declare
     # `concurrent = True`) run `concurrency` at a time.
@@ -307,14 +307,23 @@ def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], ca
         for item in fast:
             keep(item, evaluate(item))
         if slow:
-            with ThreadPoolExecutor(max_workers=suite.concurrency, thread_name_prefix="oloproof-judge") as pool:
+            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="oloproof-judge") as pool:
                 for item, judgment in zip(slow, pool.map(evaluate, slow)):
                     keep(item, judgment)
     finally:  # an interrupt keeps every judgment already paid for
         store.cache_put_many("judgment", fresh)
-    caches["judgment"] = [len(todo) - len(pending), len(pending)]
+    figures: dict = {"judgment": [len(todo) - len(pending), len(pending)]}
     if usage:
-        caches["usage"] = usage
+        figures["usage"] = usage
+    return judgments, figures
+
+
+def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict,
+                use_cache: bool = True) -> list[dict]:
+    """The judgments of a run's cases; the cache figures go into ``caches``."""
+    judgments, figures = judge(list(zip(suite.cases, executions)), suite.evaluators, store, suite.concurrency,
+                               use_cache)
+    caches.update(figures)
     return judgments
 
 

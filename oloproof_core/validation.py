@@ -18,13 +18,12 @@ import difflib
 import json
 import math
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from .errors import ConfigError, EvaluationError, ExitCode
+from .errors import ConfigError, ExitCode
 from .identity import digest
 from .model import Execution, Judgment
 
@@ -222,47 +221,11 @@ def run_rate(store: Any, run_id: str, criterion: str, identity: str, labels: lis
 
 def judge_labels(suite: Any, store: Any, spec: Any, pairs: list[tuple[Any, Execution]]) -> tuple[list[Judgment], dict]:
     """The evaluator's judgment of each (case, execution), through the judgment cache the runs use."""
-    evaluator = spec.evaluator
-    judgments: list[Judgment | None] = [None] * len(pairs)
-    keys: dict[int, str] = {}
-    for i, (case, execution) in enumerate(pairs):
-        exclude = getattr(evaluator, "exclude", None)
-        reason = exclude(case) if exclude is not None else None
-        if reason is not None:
-            judgments[i] = Judgment.excluded(reason)
-        elif execution.missing is not None:
-            judgments[i] = Judgment.missing(execution.missing)
-        else:
-            keys[i] = digest({"evaluator": spec.identity, "case": case.to_data(), "execution": execution.to_data()})
-    cached = store.cache_get_many("judgment", keys.values())
-    todo = [i for i, key in keys.items() if key not in cached]
-    for i, key in keys.items():
-        if key in cached:
-            judgments[i] = Judgment.from_data(cached[key])
+    from .runner import judge
 
-    def evaluate(i: int) -> Judgment:
-        try:
-            return evaluator.evaluate(*pairs[i])
-        except EvaluationError as exc:
-            return Judgment.missing(str(exc))
-        except Exception as exc:  # noqa: BLE001 - an evaluator failing on one case: that judgment is missing
-            return Judgment.missing(f"evaluator_error: {type(exc).__name__}: {exc}")
-
-    workers = suite.concurrency if getattr(evaluator, "concurrent", False) else 1
-    fresh, usage = [], {}
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oloproof-judge") as pool:
-        for i, judgment in zip(todo, pool.map(evaluate, todo)):
-            judgments[i] = judgment
-            if judgment.status != "missing":
-                fresh.append((keys[i], judgment.to_data()))
-            spent = judgment.detail.get("usage") if judgment.detail else None
-            if spent:
-                usage["calls"] = usage.get("calls", 0) + 1
-                for name, value in spent.items():
-                    if isinstance(value, (int, float)) and not isinstance(value, bool):
-                        usage[name] = usage.get(name, 0) + value
-    store.cache_put_many("judgment", fresh)
-    return [j for j in judgments if j is not None], usage
+    judgments, figures = judge(pairs, [spec], store, suite.concurrency)
+    criterion = spec.evaluator.criterion
+    return [j[criterion] for j in judgments], figures.get("usage", {}).get(criterion, {})
 
 
 def labelled_executions(suite: Any, plugins: Any, store: Any, labels: list[Label],
@@ -341,8 +304,8 @@ def validate_judge(suite: Any, plugins: Any, store: Any, criterion: str, labels_
     record = {
         "kind": "judge_validation", "criterion": criterion, "identity": digest(spec.identity),
         "evaluator": spec.identity, "labels": {"file": labels_path.name, "count": len(labels),
-                                               "sha256": digest([(l.id, l.label, l.output, l.artifacts) for l in labels])},
-        "run": run_id, "outputs_from_labels": sum(1 for l in labels if l.has_output),
+                                               "sha256": digest([(x.id, x.label, x.output, x.artifacts) for x in labels])},
+        "run": run_id, "outputs_from_labels": sum(1 for x in labels if x.has_output),
         "n": table.n, "table": {"judge_pass_human_pass": table.pp, "judge_pass_human_fail": table.pf,
                                 "judge_fail_human_pass": table.fp, "judge_fail_human_fail": table.ff},
         "missing": dict(sorted(missing.items())), "excluded": dict(sorted(excluded.items())),

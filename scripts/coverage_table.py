@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# noqa reason: the import needs the repository root on sys.path, added just above.
-from oloproof_core.stats import (  # noqa: E402
+
+from oloproof_core.stats import (
     betting_interval,
     clopper_pearson,
     paired_difference,

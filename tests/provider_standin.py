@@ -109,7 +109,7 @@ def _handler(standin: StandIn) -> type:
         def error(self, status: int, message: str, headers: dict | None = None) -> None:
             self.send(status, json.dumps({"error": {"message": message}}).encode(), headers)
 
-        def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
+        def do_POST(self) -> None:
             with standin.lock:
                 standin.in_flight += 1
                 standin.max_in_flight = max(standin.max_in_flight, standin.in_flight)

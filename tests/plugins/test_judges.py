@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 from conftest import olo
-from provider_standin import Fault, StandIn, reply_text, verdict
+from provider_standin import Fault, StandIn, verdict
 
 from oloproof import EvaluationError, Execution, Judgment
 from oloproof import Case

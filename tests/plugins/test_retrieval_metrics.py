@@ -120,7 +120,7 @@ def test_metrics_match_trec_eval_on_random_queries():
             execution = make_execution(q["ranking"])
             k = q["k"]
             labelled = any(label["grade"] > 0 for label in q["labels"])
-            for name, evaluator in evaluators(k, unit).items():
+            for evaluator in evaluators(k, unit).values():
                 reason = evaluator.exclude(case)
                 assert reason == (None if labelled else "no_relevance_labels")
             if not labelled:
