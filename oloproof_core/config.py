@@ -166,7 +166,8 @@ def make_converter() -> cattrs.Converter:
     for cls, hook in ((str, _strict_str), (int, _strict_int), (float, _strict_float), (bool, _strict_bool)):
         converter.register_structure_hook(cls, hook)
     converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list(converter))
-    converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) is dict, _strict_dict(converter))
+    converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) in (dict, Mapping),
+                                              _strict_dict(converter))
     return converter
 
 

@@ -32,17 +32,30 @@ SHA_ID = r"sha256:[0-9a-f]{64}"
 BOX = {chr(c) for c in range(0x2500, 0x2580)}
 
 
+FENCE = re.compile(r'^```(\w+)([^\n]*)\n(.*?)^```', re.S | re.M)
+SKIP = "<!-- not run here"
+
+
 def blocks(markdown: str) -> list[list[tuple[str, list[str]]]]:
-    """Every console block of a page: a list of (command, expected lines)."""
+    """Every console block of a page, in order: a list of (command, expected lines). A code block
+    titled with a file name (```python title="rerank.py") becomes the step ``("<file> NAME", lines)``,
+    which writes that file where the transcript is. A console block right after an HTML comment
+    starting ``<!-- not run here`` is shown, not run (the comment says what runs it instead)."""
     out = []
-    for body in re.findall(r"^```console\n(.*?)^```", markdown, flags=re.S | re.M):
-        steps: list[tuple[str, list[str]]] = []
-        for line in body.splitlines():
-            if line.startswith("$ "):
-                steps.append((line[2:], []))
-            elif steps:
-                steps[-1][1].append(line)
-        out.append(steps)
+    for match in FENCE.finditer(markdown):
+        lang, info, body = match.groups()
+        before = markdown[:match.start()].rstrip().splitlines()[-1:] or [""]
+        title = re.search(r'title="([^"]+)"', info)
+        if lang == "console" and not before[0].startswith(SKIP):
+            steps: list[tuple[str, list[str]]] = []
+            for line in body.splitlines():
+                if line.startswith("$ "):
+                    steps.append((line[2:], []))
+                elif steps:
+                    steps[-1][1].append(line)
+            out.append(steps)
+        elif title:
+            out.append([(f"<file> {title.group(1)}", body.splitlines())])
     return out
 
 
@@ -110,7 +123,10 @@ class Page:
             command = command.replace("DIAGNOSIS_ID", self.diagnoses[-1])
         return command
 
-    def run(self, command: str) -> tuple[int, list[str]]:
+    def run(self, command: str, expected: list[str] | None = None) -> tuple[int, list[str]]:
+        if command.startswith("<file> "):  # a file the page shows: write it where the user is
+            (self.cwd / command[len("<file> "):]).write_text("\n".join(expected or []) + "\n", encoding="utf-8")
+            return 0, []
         command, _, want = command.partition("  # exit ")
         command = self.substitute(command.strip())
         words = shlex.split(command)
@@ -161,7 +177,9 @@ def check_page(path: Path, root: Path) -> None:
     try:
         for steps in blocks(path.read_text(encoding="utf-8")):
             for command, expected in steps:
-                _, got = page.run(command)
+                _, got = page.run(command, expected)
+                if command.startswith("<file> "):
+                    continue
                 missing = find(expected, got)
                 if missing is not None:
                     raise AssertionError(f"{path.name}: `{command}` did not print the documented line\n"
