@@ -226,25 +226,38 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
         try:
             made = entry.factory(structure(None, options, entry.options, (), what=f"intervention {intervention!r}"))
         except ConfigError as exc:  # located as a YAML path; say which command-line flag it was
-            name = (exc.where or "").removeprefix("$.").split(".")[0].split("[")[0]
-            flag = flags.get(name, f"--option {name}") if name else "--option"
-            raise ConfigError(exc.problem, where=flag, fix=exc.fix) from None
+            name = (exc.where or "").removeprefix("$").removeprefix(".").split(".")[0].split("[")[0]
+            flag = flags.get(name, f"--option {name}") if name else f"--intervention {intervention}"
+            fix = exc.fix
+            if exc.problem.startswith("missing required key"):
+                key = exc.problem.split("'")[1]
+                fix = f"pass {flags.get(key, '--option ' + key + '=VALUE')}" + (" N" if key == "top_k" else "")
+            raise ConfigError(exc.problem, where=flag, fix=fix) from None
     _echo(Diagnosis(suite, project.plugins, store, run_id, criterion).run(made))
 
 
 @cli.command()
 @config_option
 def runs(config: str | None) -> None:
-    """List the runs stored in this project."""
+    """List the runs stored in this project (``latest`` names the newest one in any command).
+
+    The config column is a short hash of the system's identity (its settings and code), so two
+    runs of the same code under different settings can be told apart.
+    """
     from .report import table
 
     headers = Project(config).store.list_runs()
     if not headers:
         click.echo("No runs yet; start one with `oloproof run`.")
         return
-    _echo(table(["run", "created", "state", "system", "cases"],
+    from .identity import digest
+
+    def origin(h: dict) -> str:
+        return f"{h['role']} of {h['parent']}" if h.get("parent") else ""
+
+    _echo(table(["run", "created", "state", "system", "config", "cases", "diagnosis child"],
                 [[h["id"], h["created"], h["state"], f"{h['system']['name']} {h['system']['version']}",
-                  str(h["cases"])] for h in headers]))
+                  digest(h["system"].get("identity"))[:8], str(h["cases"]), origin(h)] for h in headers]))
 
 
 @cli.command()

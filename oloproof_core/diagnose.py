@@ -255,7 +255,7 @@ class Diagnosis:
             lines += label_lines(gold_cases, len(gold_cases))
             return cases_out, lines, [tuple(pair) for pair in gold[1]["children"]]
         lines.append("Labels from gold context: none yet; run `oloproof diagnose RUN_ID "
-                     "--intervention gold-context` first")
+                     f"--intervention gold-context --criterion {self.criterion}` first")
         return cases_out, lines, []
 
 

@@ -58,8 +58,9 @@ def make_plugin_manager(*, entry_points: bool = True, disabled: Iterable[str] = 
     try:
         pm.check_pending()  # a misspelt hook name fails here, not silently
     except pluggy.PluginValidationError as exc:
-        dist = pm.distributions.get(exc.plugin_name, ("<unknown>", ""))
-        raise PluginError(f"plugin {exc.plugin_name!r} from {dist[0]} {dist[1]}: {exc}",
+        name = pm.get_name(exc.plugin) or repr(exc.plugin)
+        dist = pm.distributions.get(name, ("<unknown>", ""))
+        raise PluginError(f"plugin {name!r} from {dist[0]} {dist[1]}: {exc}",
                           fix="rename the function to one of the oloproof_* hooks, or remove it") from exc
     return pm
 
@@ -68,6 +69,7 @@ def build_registry(pm: pluggy.PluginManager, kind: str) -> Registry:
     """Call ``oloproof_register_<kind>`` one implementation at a time, so every entry records
     the plugin and distribution that added it."""
     registry = Registry(kind)
+    registry.disabled = {name for name, plugin in pm.list_name_plugin() if plugin is None}  # blocked names
     caller = getattr(pm.hook, f"oloproof_register_{kind}")
     for impl in reversed(caller.get_hookimpls()):  # registration order as loaded
         dist, version = getattr(pm, "distributions", {}).get(impl.plugin_name, ("<unknown>", ""))

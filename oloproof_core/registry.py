@@ -35,6 +35,7 @@ class Registry:
         self.kind = kind
         self._entries: dict[str, Entry] = {}
         self._plugin = ("<unknown>", "<unknown>", "")
+        self.disabled: set[str] = set()  # plugin names blocked by disable_plugins / OLOPROOF_DISABLE_PLUGINS
 
     def _current(self, plugin: str, distribution: str, version: str) -> None:
         self._plugin = (plugin, distribution, version)
@@ -73,6 +74,9 @@ class Registry:
         try:
             return self._entries[name]
         except KeyError:
+            if name in self.disabled:
+                raise ConfigError(f"{self.kind[:-1]} {name!r} comes from plugin {name!r}, which is disabled",
+                                  where=where, fix="remove it from disable_plugins / OLOPROOF_DISABLE_PLUGINS") from None
             close = difflib.get_close_matches(name, self._entries, n=1)
             hint = f"did you mean {close[0]!r}?" if close else (
                 f"use one of: {', '.join(self.names())}, or install the plugin that provides it")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,15 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     out.append("")
     out += table(["metric", "estimate", f"{pct(confidence)} interval", "counts"],
                  [[name, *s.cells] for name, s in outcome.summaries.items()])
+    missing = Counter("interrupted" if r.execution is None else r.execution.missing for r in outcome.results
+                      if r.execution is None or r.execution.missing is not None)
+    if missing:  # say so plainly: a dead service must not read like a small suite
+        reasons = "; ".join(f"{reason} ({n})" for reason, n in missing.most_common(3))
+        more = f"; {len(missing) - 3} more reasons" if len(missing) > 3 else ""
+        out += ["", f"Missing: {sum(missing.values())} of {len(outcome.results)} cases produced no output: "
+                    f"{reasons}{more}"]
+    for name in outcome.empty_slices:
+        out += ["", f"Slice {name}: no case has a value for it (check the field name)"]
     if outcome.slices:
         out += ["", f"Slices (exploratory, never gate; no interval below {min_slice_support} observed)"]
         rows = []

@@ -47,6 +47,7 @@ class RunOutcome:
     exit_code: ExitCode
     state: str  # "DECIDED/COMPLETE", ...
     caches: dict = field(factory=dict)
+    empty_slices: list = field(factory=list)  # slices no case had a group in (a misspelt field, say)
 
 
 def new_run_id() -> str:
@@ -420,7 +421,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                                                    judgments=r.judgments)
     plugins.pm.hook.oloproof_run_finished(run=header, summary=summary)
     return RunOutcome(run_id=run_id, header=header, results=results, summaries=summaries, slices=slice_rows,
-                      decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches)
+                      decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches,
+                      empty_slices=[s.name for s in suite.slices if not any(r.slices.get(s.name) for r in results)])
 
 
 def _policy_data(policy: Any) -> dict | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 from pathlib import Path
 from typing import Any
@@ -162,6 +163,10 @@ def _load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path
     if len(kinds) != 1:
         known = ", ".join(plugins.systems.names())
         problem = "no system kind" if not kinds else f"more than one system kind ({', '.join(kinds)})"
+        for key in kinds:
+            close = difflib.get_close_matches(key, SYSTEM_KEYS, n=1)
+            if close and key not in plugins.systems:
+                raise ConfigError(f"unknown key {key!r}", where=doc.where(path + (key,)), fix=f"rename it to {close[0]!r}")
         raise ConfigError(problem, where=doc.where(path), fix=f"give exactly one of: {known}")
     kind = kinds[0]
     entry = plugins.systems.get(kind, where=doc.where(path + (kind,)))

@@ -54,11 +54,12 @@ def render() -> str:
     out += ["`system` holds `name`, `version` and exactly one kind below; a kind that takes one main",
             "option accepts it as a plain string (`callable: app:run`).", ""]
     out += ["`policy` is a file name relative to the project, or the policy inline (below).", ""]
-    for kind, title, where in (("systems", "System kinds", "system.<kind>"),
-                               ("evaluators", "Evaluators", "evaluators[] (beside `type:`)"),
-                               ("stores", "Stores", "store (beside `type:`)"),
-                               ("interventions", "Interventions", "`oloproof diagnose` options")):
-        out += [f"## {title}: `{where}`", ""]
+    for kind, title in (("systems", "System kinds, under `system:`"),
+                        ("evaluators", "Evaluators, in `evaluators:` beside `type:`"),
+                        ("stores", "Stores, in `store:` beside `type:`"),
+                        ("providers", "LLM providers, in a judge's `provider_options:`"),
+                        ("interventions", "Interventions, as `oloproof diagnose` options")):
+        out += [f"## {title}", ""]
         for entry in getattr(plugins, kind):
             out += [f"### `{entry.name}`", "", f"From {entry.distribution} (plugin `{entry.plugin}`).", ""]
             out += table(entry.options) if entry.options is not None else ["No options.", ""]

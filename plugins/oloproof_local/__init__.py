@@ -92,7 +92,13 @@ class LocalStore:
             self.db.executemany("INSERT INTO run_cases (run_id, idx, case_id, record) VALUES (?, ?, ?, ?)", rows)
 
     def resolve_run(self, prefix: str) -> str:
-        """The one run id that starts with ``prefix`` (``run_`` may be left out)."""
+        """The one run id that starts with ``prefix`` (``run_`` may be left out); ``latest`` is the
+        newest run that is not a diagnosis's child run."""
+        if prefix == "latest":
+            for header in reversed(self.list_runs()):
+                if not header.get("parent"):
+                    return header["id"]
+            raise ConfigError(f"no run in {self.root.name}/ yet", fix="start one with `oloproof run`")
         if not prefix.startswith("run_"):
             prefix = "run_" + prefix
         with self._lock:

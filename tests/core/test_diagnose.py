@@ -450,7 +450,7 @@ def test_a_replay_before_any_gold_context_diagnosis(tmp_path):
                        "Recovered under top-k 3: 2 of 9",
                        "Confirmed under top-k 3: 0 of 0 RANKED_OUT cases also recovered",
                        "Labels from gold context: none yet; run `oloproof diagnose RUN_ID --intervention "
-                       "gold-context` first"]
+                       "gold-context --criterion answer_correct` first"]
     assert [role for role, _ in children] == ["top-k 3", "replay control"]
     inspect = project.run("inspect", object_id).out.splitlines()
     assert ("ranked: UNRESOLVED, no_gold_context_diagnosis, strength none, best relevant position 3, "

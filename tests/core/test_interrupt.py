@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -27,7 +29,16 @@ def test_interrupt_keeps_finished_cases_and_the_next_run_resumes(project):
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.Popen([sys.executable, "-m", "oloproof", "run"], cwd=project.root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    # interrupt once some cases are finished and cached (polling, not a fixed sleep: a loaded
+    # machine may take a while to start the command)
+    db = project.root / ".oloproof" / "store.db"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if db.exists():
+            with contextlib.suppress(sqlite3.Error), sqlite3.connect(db, timeout=1) as con:
+                if con.execute("SELECT count(*) FROM cache WHERE ns = 'execution'").fetchone()[0] >= 10:
+                    break
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
