@@ -154,3 +154,32 @@ def run(input):
                         "token_budget": 40, "source": "retrieval"}],
         "citations/v1": [{"ids": ["kb-1"]}],
     }
+
+
+def test_a_misspelt_system_key_is_named(project):
+    project.cases(GOOD)
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text().replace("  name: echo", "  nme: echo"))
+    check_error(project, "oloproof.yaml:2:3: $.system.nme: unknown key 'nme'; fix: rename it to 'name'")
+
+
+def test_a_disabled_plugin_is_named_as_disabled(project):
+    project.cases(GOOD)
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "disable_plugins: [contains]\n")
+    check_error(project, "evaluator 'contains' comes from plugin 'contains', which is disabled")
+
+
+def test_a_plugin_with_a_misspelt_hook_is_a_plugin_error():
+    import types
+
+    from oloproof import PluginError, hookimpl
+    from oloproof_core.plugins import make_plugin_manager
+
+    module = types.ModuleType("oloproof_typo")
+
+    @hookimpl
+    def oloproof_register_evaluator(registry):  # the hook is oloproof_register_evaluators
+        pass
+
+    module.oloproof_register_evaluator = oloproof_register_evaluator
+    with pytest.raises(PluginError, match=r"plugin 'typo' from <local> : .*oloproof_register_evaluator"):
+        make_plugin_manager(entry_points=False, plugins=[("typo", module)])

@@ -184,3 +184,22 @@ def test_plugins_lists_builtins_with_their_distribution(tmp_path):
     table = rows(result.out)
     assert ["contains", "evaluator contains", "oloproof 0.1.0"] in table
     assert ["local", "store local", "oloproof 0.1.0"] in table
+
+
+def test_latest_names_the_newest_run_and_runs_shows_the_config(project):
+    project.cases([case(1), case(2, ok=False)])
+    first = project.run("run").out.split()[1]
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "concurrency: 2\n")
+    second = project.run("run").out.split()[1]
+    assert project.run("inspect", "latest").out.splitlines()[0].startswith(f"Run {second} ")
+    listed = rows(project.run("runs").out)
+    assert [r[0] for r in listed[1:]] == [first, second]
+    assert listed[0] == ["run", "created", "state", "system", "config", "cases", "diagnosis child"]
+
+
+def test_missing_cases_are_summarised_and_an_empty_slice_is_noted(project):
+    project.cases([case(1), case(2, boom=True), case(3, boom=True)])
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "slices: [metadata.topc]\n")
+    result = project.run("run")
+    assert "Missing: 2 of 3 cases produced no output: error: RuntimeError: boom (2)" in result.out
+    assert "Slice metadata.topc: no case has a value for it (check the field name)" in result.out
