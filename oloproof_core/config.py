@@ -206,6 +206,8 @@ def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, w
                 f"remove it; {what or 'this block'} accepts: {', '.join(allowed)}" if allowed else "remove it")
             raise ConfigError(f"unknown key {at[-1]!r}", where=where, fix=fix) from None
         if isinstance(err, ConfigError):
+            if err.key is not None:  # raised by a validator of that key
+                where = doc.where(at + (err.key,)) if doc else yaml_path(at + (err.key,))
             raise ConfigError(err.problem, where=where, fix=err.fix) from None
         if isinstance(err, KeyError):
             name = str(err.args[0]) if err.args else "?"

@@ -29,7 +29,16 @@ class OloproofError(Exception):
 
 
 class ConfigError(OloproofError):
-    """The user's configuration, case file or command line is wrong."""
+    """The user's configuration, case file or command line is wrong.
+
+    An attrs validator of an options class may pass ``key=attribute.name``: the error is then
+    located at that key of the YAML block, not at the block.
+    """
+
+    def __init__(self, problem: str, *, where: str | None = None, fix: str | None = None,
+                 key: str | None = None):
+        self.key = key
+        super().__init__(problem, where=where, fix=fix)
 
 
 class PluginError(OloproofError):

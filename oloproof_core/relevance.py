@@ -78,7 +78,7 @@ def one_of(choices: tuple[str, ...]) -> Any:
             close = [c for c in choices if str(value) and c.startswith(str(value))] or \
                 difflib.get_close_matches(str(value), choices, n=1)
             raise ConfigError(f"{attribute.name} must be {' or '.join(choices)}, got {value!r}",
-                              fix=f"write {attribute.name}: {close[0] if close else choices[0]}")
+                              fix=f"write {attribute.name}: {close[0] if close else choices[0]}", key=attribute.name)
 
     return check
 
@@ -86,7 +86,7 @@ def one_of(choices: tuple[str, ...]) -> Any:
 def _check_k(instance: Any, attribute: Any, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"k must be a whole number >= 1, got {value!r}",
-                          fix="write k: 1 or more, e.g. k: 5 to look at the first five retrieved")
+                          fix="write k: 1 or more, e.g. k: 5 to look at the first five retrieved", key="k")
 
 
 @frozen(kw_only=True)

@@ -331,7 +331,7 @@ def test_a_bad_k_is_a_located_config_error(tmp_path):
     write_project(tmp_path, hit_k=0)
     result = oloproof_run(tmp_path)
     assert result.returncode == 2
-    assert "oloproof.yaml:7:5: $.evaluators[0]: k must be a whole number >= 1, got 0" in result.stderr
+    assert "oloproof.yaml:7:22: $.evaluators[0].k: k must be a whole number >= 1, got 0" in result.stderr
 
 
 def test_a_system_that_records_no_retrieval_is_refused(tmp_path):
