@@ -44,7 +44,7 @@ from oloproof_core.recording import (
 )
 from oloproof_core.registry import Registry
 from oloproof_core.identity import canonical, digest
-from oloproof_core.providers import judgment_from_reply, open_provider
+from oloproof_core.providers import JsonProvider, Reply, judgment_from_reply, open_provider, retry_after
 
 __version__ = "0.1.0"
 
@@ -60,6 +60,7 @@ __all__ = [
     "DroppedItem",
     "EvaluationError",
     "Execution",
+    "JsonProvider",
     "Judgment",
     "OloproofError",
     "Passage",
@@ -67,6 +68,7 @@ __all__ = [
     "RagSystemInfo",
     "Recorder",
     "Registry",
+    "Reply",
     "Retrieval",
     "StageCache",
     "Summary",
@@ -87,6 +89,7 @@ __all__ = [
     "open_provider",
     "ranked_units",
     "relevant_units",
+    "retry_after",
     "unit_key",
     "source_fingerprint",
     "stats",

@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from attrs import frozen
+
 from .errors import ConfigError
 from .model import Judgment
 
@@ -102,3 +104,146 @@ def judgment_from_reply(reply: Any, *, prompt_version: str, **detail: Any) -> Ju
         return Judgment(status="missing", reason="judge_unparseable", detail={"raw": raw, **record})
     verdict, rationale = parsed
     return Judgment.of(verdict == "pass", None, verdict=verdict, rationale=rationale, **record)
+
+
+# -- a base for providers that speak JSON over HTTP (openai, anthropic, and yours) ----------------
+
+RETRIED = (408, 409, 429)  # and every 5xx: statuses a later attempt may fix
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (delta-seconds or an HTTP date)."""
+    import contextlib
+    import email.utils
+    import time
+
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, float(headers.get("retry-after-ms")) / 1000)
+    value = headers.get("retry-after")
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, float(value))
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    return None
+
+
+def read_key(name: str | None, provider: str) -> str | None:
+    """The API key from the environment variable ``name``; ConfigError naming it when unset."""
+    import os
+
+    if name is None:
+        return None
+    key = os.environ.get(name, "")
+    if not key:
+        raise ConfigError(f"the environment variable {name} is not set; the {provider} API key is read from it "
+                          "(api_key_env)",
+                          fix=f"export {name}=<your key>, or name another variable in provider_options.api_key_env")
+    return key
+
+
+@frozen
+class Reply:
+    """What a provider returns: the model's text and the usage (tokens, and cost when priced)."""
+
+    text: str
+    usage: dict
+
+
+class JsonProvider:
+    """Shared by providers over HTTP: the key from the environment, one pooled client shared by the
+    judging threads (closed at exit), a concurrency limit, retries with exponential backoff and full
+    jitter honouring Retry-After, and cost from the prices per million tokens.
+
+    A subclass sets ``name`` and ``base_url_example`` and implements ``complete(prompt, *, system)``
+    with :meth:`post` and :meth:`reply`. Its options class has ``model``, ``base_url``,
+    ``api_key_env``, ``timeout``, ``retries``, ``backoff``, ``max_backoff``, ``concurrency`` and
+    the two ``price_per_million_*_tokens``.
+    """
+
+    name = "provider"
+    base_url_example = "http://host:port"
+    LEAST = (("retries", 0), ("backoff", 0), ("max_backoff", 0), ("concurrency", 1), ("temperature", 0),
+             ("max_tokens", 1), ("price_per_million_input_tokens", 0), ("price_per_million_output_tokens", 0))
+
+    def __init__(self, options: Any):
+        import threading
+
+        self.check(options)
+        self.options, self.model = options, options.model
+        self._key = read_key(options.api_key_env, self.name)
+        self._slots = threading.BoundedSemaphore(options.concurrency) if options.concurrency else None
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:  # never the key
+        return f"<{type(self).__name__} {self.model} at {self.options.base_url}>"
+
+    def check(self, options: Any) -> None:
+        """Options the YAML types cannot rule out, each with its fix."""
+        if not options.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"base_url {options.base_url!r} is not an http(s) URL",
+                              fix=f"write {self.base_url_example}")
+        if options.timeout <= 0:
+            raise ConfigError(f"timeout must be positive, got {options.timeout}", fix="write timeout: 60")
+        for name, least in self.LEAST:
+            value = getattr(options, name, None)
+            if value is not None and value < least:
+                raise ConfigError(f"{name} must be at least {least}, got {value}", fix=f"write {name}: {least}")
+        if (options.price_per_million_input_tokens is None) != (options.price_per_million_output_tokens is None):
+            raise ConfigError("give both price_per_million_input_tokens and price_per_million_output_tokens, or neither",
+                              fix="add the missing price (0 if that side is free)")
+
+    def client(self) -> Any:
+        import atexit
+
+        with self._lock:
+            if self._client is None:
+                import httpx
+
+                self._client = httpx.Client(timeout=self.options.timeout)
+                atexit.register(self._client.close)
+            return self._client
+
+    def reply(self, text: str, input_tokens: Any, output_tokens: Any) -> Reply:
+        """A Reply with usage, and cost when the options give prices."""
+        spent: dict = {"input_tokens": int(input_tokens or 0), "output_tokens": int(output_tokens or 0)}
+        options = self.options
+        if options.price_per_million_input_tokens is not None:
+            spent["cost"] = (spent["input_tokens"] * options.price_per_million_input_tokens
+                             + spent["output_tokens"] * options.price_per_million_output_tokens) / 1e6
+        return Reply(text=text, usage=spent)
+
+    def post(self, url: str, body: dict, headers: dict) -> Any:
+        """The response's JSON, retrying what a later attempt may fix; EvaluationError otherwise."""
+        import contextlib
+        import random
+        import time
+
+        import httpx
+
+        from .errors import EvaluationError
+
+        options, problem = self.options, "provider_error: no_attempt"
+        for attempt in range(options.retries + 1):
+            wait = None
+            try:
+                with self._slots or contextlib.nullcontext():
+                    response = self.client().post(url, json=body, headers=headers)
+            except httpx.TimeoutException:
+                problem = "provider_error: timeout"
+            except httpx.TransportError as exc:
+                problem = f"provider_error: connection_error: {type(exc).__name__}"
+            else:
+                status = response.status_code
+                if 200 <= status < 300:
+                    try:
+                        return response.json()
+                    except ValueError:  # a reply was made (and maybe billed): not sent again
+                        raise EvaluationError("provider_error: invalid_json") from None
+                if status not in RETRIED and status < 500:  # the same request would fail the same way
+                    raise EvaluationError(f"provider_error: {status}")
+                problem, wait = f"provider_error: {status}", retry_after(response.headers)
+            if attempt < options.retries:
+                ceiling = min(options.max_backoff, options.backoff * 2 ** attempt)
+                time.sleep(random.uniform(0, ceiling) if wait is None else min(wait, options.max_backoff))
+        raise EvaluationError(problem)

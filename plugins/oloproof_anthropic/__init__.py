@@ -9,20 +9,9 @@ missing (``provider_error: 529``). Prices per million tokens turn usage into cos
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import email.utils
-import os
-import random
-import threading
-import time
-from typing import Any
-
 from attrs import frozen
 
-from oloproof import ConfigError, EvaluationError, hookimpl
-
-RETRIED = (408, 409, 429)  # and every 5xx
+from oloproof import EvaluationError, JsonProvider, Reply, hookimpl
 
 
 @frozen(kw_only=True)
@@ -42,76 +31,11 @@ class Options:
     price_per_million_output_tokens: float | None = None
 
 
-def check(options: Options) -> None:
-    """Options the YAML types cannot rule out, each with its fix."""
-    if not options.base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"base_url {options.base_url!r} is not an http(s) URL", fix="write https://api.anthropic.com")
-    if options.timeout <= 0:
-        raise ConfigError(f"timeout must be positive, got {options.timeout}", fix="write timeout: 60")
-    for name, least in (("retries", 0), ("backoff", 0), ("max_backoff", 0), ("concurrency", 1), ("temperature", 0),
-                        ("max_tokens", 1), ("price_per_million_input_tokens", 0), ("price_per_million_output_tokens", 0)):
-        value = getattr(options, name)
-        if value is not None and value < least:
-            raise ConfigError(f"{name} must be at least {least}, got {value}", fix=f"write {name}: {least}")
-    if (options.price_per_million_input_tokens is None) != (options.price_per_million_output_tokens is None):
-        raise ConfigError("give both price_per_million_input_tokens and price_per_million_output_tokens, or neither",
-                          fix="add the missing price (0 if that side is free)")
-
-
-def read_key(name: str | None, provider: str) -> str | None:
-    """The key from the environment; ConfigError naming the variable when it is not set."""
-    if name is None:
-        return None
-    key = os.environ.get(name, "")
-    if not key:
-        raise ConfigError(f"the environment variable {name} is not set; the {provider} API key is read from it "
-                          "(api_key_env)",
-                          fix=f"export {name}=<your key>, or name another variable in provider_options.api_key_env")
-    return key
-
-
-def retry_after(headers: Any) -> float | None:
-    """Seconds to wait from retry-after-ms or Retry-After (delta-seconds or an HTTP date)."""
-    with contextlib.suppress(TypeError, ValueError):
-        return max(0.0, float(headers.get("retry-after-ms")) / 1000)
-    value = headers.get("retry-after")
-    with contextlib.suppress(TypeError, ValueError):
-        return max(0.0, float(value))
-    with contextlib.suppress(TypeError, ValueError):
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    return None
-
-
-@frozen
-class Reply:
-    text: str
-    usage: dict
-
-
-class AnthropicProvider:
-    """One pooled client per judge, shared by the judging threads; closed when the process exits."""
+class AnthropicProvider(JsonProvider):
+    """The anthropic wire format on the shared HTTP plumbing (key, retries, limits, cost)."""
 
     name = "anthropic"
-
-    def __init__(self, options: Options):
-        check(options)
-        self.options, self.model = options, options.model
-        self._key = read_key(options.api_key_env, self.name)
-        self._slots = threading.BoundedSemaphore(options.concurrency) if options.concurrency else None
-        self._client: Any = None
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:  # never the key
-        return f"<{type(self).__name__} {self.model} at {self.options.base_url}>"
-
-    def client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                import httpx
-
-                self._client = httpx.Client(timeout=self.options.timeout)
-                atexit.register(self._client.close)
-            return self._client
+    base_url_example = "https://api.anthropic.com"
 
     def complete(self, prompt: str, *, system: str | None = None) -> Reply:
         options = self.options
@@ -128,41 +52,7 @@ class AnthropicProvider:
         except (KeyError, TypeError, AttributeError):
             raise EvaluationError("provider_error: unexpected_response") from None
         usage = data.get("usage") or {}
-        spent = {"input_tokens": int(usage.get("input_tokens") or 0),
-                 "output_tokens": int(usage.get("output_tokens") or 0)}
-        if options.price_per_million_input_tokens is not None:
-            spent["cost"] = (spent["input_tokens"] * options.price_per_million_input_tokens
-                             + spent["output_tokens"] * options.price_per_million_output_tokens) / 1e6
-        return Reply(text=text, usage=spent)
-
-    def post(self, url: str, body: dict, headers: dict) -> Any:
-        """The response's JSON, retrying what a later attempt may fix; EvaluationError otherwise."""
-        import httpx
-
-        options, problem = self.options, "provider_error: no_attempt"
-        for attempt in range(options.retries + 1):
-            wait = None
-            try:
-                with self._slots or contextlib.nullcontext():
-                    response = self.client().post(url, json=body, headers=headers)
-            except httpx.TimeoutException:
-                problem = "provider_error: timeout"
-            except httpx.TransportError as exc:
-                problem = f"provider_error: connection_error: {type(exc).__name__}"
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    try:
-                        return response.json()
-                    except ValueError:  # a reply was made (and maybe billed): not sent again
-                        raise EvaluationError("provider_error: invalid_json") from None
-                if status not in RETRIED and status < 500:  # the same request would fail the same way
-                    raise EvaluationError(f"provider_error: {status}")
-                problem, wait = f"provider_error: {status}", retry_after(response.headers)
-            if attempt < options.retries:
-                ceiling = min(options.max_backoff, options.backoff * 2 ** attempt)
-                time.sleep(random.uniform(0, ceiling) if wait is None else min(wait, options.max_backoff))
-        raise EvaluationError(problem)
+        return self.reply(text, usage.get("input_tokens"), usage.get("output_tokens"))
 
 
 @hookimpl

@@ -11,7 +11,7 @@ from provider_standin import Fault, StandIn, reply_text, verdict
 
 import oloproof_anthropic
 import oloproof_openai
-from oloproof import ConfigError, EvaluationError
+from oloproof import ConfigError, EvaluationError, retry_after
 from oloproof_core.plugins import Plugins, make_plugin_manager
 from oloproof_core.providers import open_provider
 
@@ -207,8 +207,7 @@ def test_options_that_cannot_work_are_config_errors(standin, options, problem):
     ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),
 ])
 def test_retry_after_reads_seconds_milliseconds_and_dates(headers, seconds):
-    assert oloproof_openai.retry_after(headers) == seconds
-    assert oloproof_anthropic.retry_after(headers) == seconds
+    assert retry_after(headers) == seconds
 
 
 def test_open_provider_structures_the_judges_provider_options(standin):
