@@ -11,7 +11,6 @@ has every option and the measurements behind the transport.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import os
 import random
 import re
@@ -21,7 +20,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from oloproof import ArtifactError, CaseMissing, ConfigError, digest, hookimpl
+from oloproof import ArtifactError, CaseMissing, ConfigError, digest, hookimpl, retry_after
 
 ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -85,19 +84,6 @@ class RateLimiter:
             self.next = start + self.interval
             if start > now:
                 await asyncio.sleep(start - now)
-
-
-def retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header: delta-seconds or an HTTP date; None if absent or unreadable."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-        except (TypeError, ValueError):
-            return None
 
 
 def failure(exc: BaseException) -> str:
@@ -188,7 +174,7 @@ class HttpSystem:
                         problem = "invalid_json"
                 elif status in (408, 429) or status >= 500:
                     problem = f"http_error: {status}"
-                    wait = retry_after(response.headers.get("Retry-After"))
+                    wait = retry_after(response.headers)
                 else:  # any other status: sending the same request again would get the same answer
                     raise CaseMissing(f"http_error: {status}")
             if attempt < options.retries:

@@ -407,13 +407,13 @@ def test_bad_option_is_a_config_error(project, extra, problem):
 def test_retry_after_reads_seconds_and_http_dates():
     from email.utils import formatdate
 
-    from oloproof_http import retry_after
+    from oloproof import retry_after
 
-    assert retry_after("2") == 2.0
-    assert retry_after("-3") == 0.0
-    assert 8.0 <= retry_after(formatdate(time.time() + 10, usegmt=True)) <= 10.0
-    assert retry_after(formatdate(time.time() - 60, usegmt=True)) == 0.0
-    assert retry_after("soon") is None and retry_after(None) is None
+    assert retry_after({"retry-after": "2"}) == 2.0
+    assert retry_after({"retry-after": "-3"}) == 0.0
+    assert 8.0 <= retry_after({"retry-after": formatdate(time.time() + 10, usegmt=True)}) <= 10.0
+    assert retry_after({"retry-after": formatdate(time.time() - 60, usegmt=True)}) == 0.0
+    assert retry_after({"retry-after": "soon"}) is None and retry_after({}) is None
 
 
 def test_failure_reasons_name_what_happened():
