@@ -44,7 +44,16 @@ from oloproof_core.recording import (
 )
 from oloproof_core.registry import Registry
 from oloproof_core.identity import canonical, digest
-from oloproof_core.providers import JsonProvider, Reply, judgment_from_reply, open_provider, retry_after
+from oloproof_core.providers import (
+    JsonProvider,
+    JudgeOptions,
+    LLMJudge,
+    Reply,
+    judgment_from_reply,
+    open_provider,
+    retry_after,
+    text_of,
+)
 
 __version__ = "0.1.0"
 
@@ -61,7 +70,9 @@ __all__ = [
     "EvaluationError",
     "Execution",
     "JsonProvider",
+    "JudgeOptions",
     "Judgment",
+    "LLMJudge",
     "OloproofError",
     "Passage",
     "PluginError",
@@ -95,4 +106,5 @@ __all__ = [
     "stats",
     "select",
     "system",
+    "text_of",
 ]

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from .errors import ConfigError
 from .model import Judgment
@@ -247,3 +247,86 @@ class JsonProvider:
                 ceiling = min(options.max_backoff, options.backoff * 2 ** attempt)
                 time.sleep(random.uniform(0, ceiling) if wait is None else min(wait, options.max_backoff))
         raise EvaluationError(problem)
+
+
+# -- a base for LLM judges (groundedness, citation support, rubric, exact, and yours) -------------
+
+
+@frozen(kw_only=True)
+class JudgeOptions:
+    """The options every LLM judge takes; subclass it (attrs) to add a judge's own."""
+
+    provider: str  # a registered provider: openai, anthropic, or a plugin's
+    model: str
+    provider_options: dict[str, Any] = field(factory=dict)  # base_url, api_key_env, prices, timeout, ...
+    criterion: str | None = None  # None: the judge's default criterion
+    prompt: str = "v1"  # a prompt version shipped with the judge's package
+    question_field: str | None = "question"  # a key of the case input; None: the whole input
+    answer_field: str | None = "answer"  # a key of the output; None: the whole output
+
+
+def text_of(value: Any) -> str:
+    """A value as prompt text: strings as they are, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+class LLMJudge:
+    """An evaluator that asks a provider's model for a verdict with a versioned prompt.
+
+    A subclass sets ``type_name`` (``groundedness_judge``), ``family`` (``groundedness``, the
+    prompt version's prefix), ``default_criterion`` and ``prompts`` (every version it ever
+    shipped, as ``prompts/<version>.system.txt`` and ``prompts/<version>.user.txt`` package data
+    beside its module), and implements ``evaluate`` with :meth:`ask`. The prompt version and
+    text, the provider and the model are its identity: changing any misses the judgment cache
+    and needs a new validation before a rule on it may gate.
+    """
+
+    type_name = "judge"
+    family = "judge"
+    default_criterion = "judged"
+    prompts: tuple[str, ...] = ("v1",)
+    metric = "proportion"
+    judge = True  # a gating rule on it needs a validation against human labels
+    concurrent = True  # it waits on a service: the runner calls it from several threads
+
+    def __init__(self, options: JudgeOptions):
+        from .identity import digest
+
+        self.options = options
+        self.system, self.template = self.load_prompt(options.prompt)
+        self.prompt_version = f"{self.family}/{options.prompt}"
+        self.provider = open_provider(options.provider, options.model, options.provider_options,
+                                      what=f"evaluator {self.type_name!r}")
+        self.identity = {"prompt_version": self.prompt_version, "provider": options.provider, "model": options.model,
+                         "prompt_sha256": digest([self.system, self.template.template])}
+
+    def load_prompt(self, version: str) -> tuple[str, Any]:
+        """The system text and the user template of a prompt version shipped with the judge."""
+        from importlib.resources import files
+        from string import Template
+
+        if version not in self.prompts:
+            raise ConfigError(f"{self.type_name} has no prompt {version!r}", fix=f"use one of: {', '.join(self.prompts)}")
+        folder = files(type(self).__module__) / "prompts"
+        return ((folder / f"{version}.system.txt").read_text(encoding="utf-8"),
+                Template((folder / f"{version}.user.txt").read_text(encoding="utf-8")))
+
+    @property
+    def criterion(self) -> str:
+        return self.options.criterion or self.default_criterion
+
+    def question(self, case: Any) -> str:
+        from .model import select
+
+        found = select(case.input, self.options.question_field)
+        return text_of(found if found is not None else case.input)
+
+    def answer(self, execution: Any) -> Any:
+        from .model import select
+
+        return select(execution.output, self.options.answer_field)
+
+    def ask(self, detail: Mapping[str, Any] | None = None, **fields: str) -> Judgment:
+        """Fill the prompt template with ``fields``, ask the model, read its verdict."""
+        reply = self.provider.complete(self.template.substitute(**fields), system=self.system)
+        return judgment_from_reply(reply, prompt_version=self.prompt_version, **dict(detail or {}))
