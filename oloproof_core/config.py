@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -221,15 +221,16 @@ def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, w
 _CASE_KEYS = ("id", "input", "expected", "metadata")
 
 
-def load_cases(path: Path) -> list[Case]:
-    """Read a JSONL case file: one object a line, ``id`` unique, ``input`` an object."""
+def read_jsonl(path: Path, *, what: str, keys: tuple[str, ...], example: str,
+               missing_fix: str) -> Iterator[tuple[str, dict]]:
+    """One JSON object a line (blank lines skipped), each with a unique non-empty string ``id`` and
+    no field outside ``keys``; yields ``("file:line", object)``. Every problem is a ConfigError
+    naming the line and the fix; an empty file too."""
     try:
         handle = path.open(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"no such case file {path.name}", where=str(path),
-                          fix="create it, or point `cases:` in oloproof.yaml at the right file") from None
-    cases: list[Case] = []
-    first_line: dict[str, int] = {}
+        raise ConfigError(f"no such {what} file {path.name}", where=str(path), fix=missing_fix) from None
+    first: dict[str, int] = {}
     with handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
@@ -242,32 +243,39 @@ def load_cases(path: Path) -> list[Case]:
                                   fix="write one JSON object per line") from None
             if not isinstance(obj, dict):
                 raise ConfigError(f"expected a JSON object, got {type(obj).__name__}", where=where,
-                                  fix='write one object per line: {"id": ..., "input": {...}}')
+                                  fix=f"write one object per line: {example}")
             for key in obj:
-                if key not in _CASE_KEYS:
-                    close = difflib.get_close_matches(key, _CASE_KEYS, n=1)
+                if key not in keys:
+                    close = difflib.get_close_matches(key, keys, n=1)
                     raise ConfigError(f"$.{key}: unknown field {key!r}", where=where,
                                       fix=f"rename it to {close[0]!r}" if close else
-                                      f"a case has only {', '.join(_CASE_KEYS)}; put extra data in metadata")
-            case_id = obj.get("id")
+                                      f"a {what} line has only {', '.join(keys)}")
             if "id" not in obj:
-                raise ConfigError("$.id: missing case id", where=where, fix='add "id": "<unique name>"')
-            if not isinstance(case_id, str) or not case_id:
-                raise ConfigError(f"$.id: expected a non-empty string, got {_describe(case_id)}", where=where,
+                raise ConfigError("$.id: missing id", where=where, fix=f"write {example}")
+            if not isinstance(obj["id"], str) or not obj["id"]:
+                raise ConfigError(f"$.id: expected a non-empty string, got {_describe(obj['id'])}", where=where,
                                   fix="quote the id")
-            if case_id in first_line:
-                raise ConfigError(f"$.id: duplicate case id {case_id!r} (first on line {first_line[case_id]})",
-                                  where=where, fix="give every case its own id")
-            if "input" not in obj:
-                raise ConfigError("$.input: missing input", where=where,
-                                  fix='add "input": {...}, the object passed to the system')
-            for key in ("input", "expected", "metadata"):
-                if key in obj and not isinstance(obj[key], dict):
-                    raise ConfigError(f"$.{key}: expected a JSON object, got {_describe(obj[key])}",
-                                      where=where, fix=f'write "{key}": {{...}}')
-            first_line[case_id] = number
-            cases.append(Case(id=case_id, input=obj["input"], expected=obj.get("expected", {}),
-                              metadata=obj.get("metadata", {}), source=where))
-    if not cases:
-        raise ConfigError("the case file has no cases", where=path.name, fix="add one JSON object per line")
+            if obj["id"] in first:
+                raise ConfigError(f"$.id: duplicate id {obj['id']!r} (first on line {first[obj['id']]})",
+                                  where=where, fix=f"give every {what} line its own id")
+            first[obj["id"]] = number
+            yield where, obj
+    if not first:
+        raise ConfigError(f"the {what} file has no lines", where=path.name, fix=f"add one JSON object per line: {example}")
+
+
+def load_cases(path: Path) -> list[Case]:
+    """Read a JSONL case file: one object a line, ``id`` unique, ``input`` an object."""
+    cases: list[Case] = []
+    for where, obj in read_jsonl(path, what="case", keys=_CASE_KEYS, example='{"id": "c001", "input": {...}}',
+                                 missing_fix="create it, or point `cases:` in oloproof.yaml at the right file"):
+        if "input" not in obj:
+            raise ConfigError("$.input: missing input", where=where,
+                              fix='add "input": {...}, the object passed to the system')
+        for key in ("input", "expected", "metadata"):
+            if key in obj and not isinstance(obj[key], dict):
+                raise ConfigError(f"$.{key}: expected a JSON object, got {_describe(obj[key])}",
+                                  where=where, fix=f'write "{key}": {{...}}')
+        cases.append(Case(id=obj["id"], input=obj["input"], expected=obj.get("expected", {}),
+                          metadata=obj.get("metadata", {}), source=where))
     return cases

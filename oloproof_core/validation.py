@@ -15,7 +15,6 @@ docs/judges.md shows the arithmetic.
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from attrs import frozen
 
+from .config import read_jsonl
 from .errors import ConfigError, ExitCode
 from .identity import digest
 from .model import Execution, Judgment
@@ -48,53 +48,23 @@ class Label:
 
 def load_labels(path: Path) -> list[Label]:
     """Read a labels file, one object a line; every problem names its line and the fix."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ConfigError(f"no such labels file {path.name}", where=str(path),
-                          fix="write one line per case: {\"id\": \"c001\", \"label\": true}") from None
     labels: list[Label] = []
-    seen: dict[str, str] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path.name}:{number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=where,
-                              fix="write one JSON object per line") from None
-        if not isinstance(obj, dict):
-            raise ConfigError(f"expected a JSON object, got {type(obj).__name__}", where=where,
-                              fix='write {"id": "c001", "label": true}')
-        for key in obj:
-            if key not in LABEL_KEYS:
-                close = difflib.get_close_matches(key, LABEL_KEYS, n=1)
-                raise ConfigError(f"unknown field {key!r}", where=where,
-                                  fix=f"rename it to {close[0]!r}" if close else f"a label line has only {', '.join(LABEL_KEYS)}")
-        for key in ("id", "label"):
-            if key not in obj:
-                raise ConfigError(f"missing {key!r}", where=where, fix='write {"id": "c001", "label": true}')
-        if not isinstance(obj["id"], str) or not obj["id"]:
-            raise ConfigError(f"id must be a non-empty string, got {obj['id']!r}", where=where, fix="quote the id")
+    for where, obj in read_jsonl(path, what="labels", keys=LABEL_KEYS, example='{"id": "c001", "label": true}',
+                                 missing_fix='write one line per case: {"id": "c001", "label": true}'):
+        if "label" not in obj:
+            raise ConfigError("$.label: missing label", where=where, fix='write {"id": "c001", "label": true}')
         value = obj["label"]
         if isinstance(value, str):
             value = value.strip().casefold()
         if not isinstance(value, (bool, str)) or value not in LABEL_WORDS:
             raise ConfigError(f"label must be true/false or \"pass\"/\"fail\", got {obj['label']!r}", where=where,
                               fix="write true when the criterion holds for the case, false when it does not")
-        if obj["id"] in seen:
-            raise ConfigError(f"case {obj['id']!r} is labelled twice (first at {seen[obj['id']]})", where=where,
-                              fix="keep one label per case")
-        seen[obj["id"]] = where
         artifacts = obj.get("artifacts")
         if artifacts is not None and ("output" not in obj or not isinstance(artifacts, dict)):
             raise ConfigError("artifacts must be an object of lists, given beside output", where=where,
                               fix='write "output": {...}, "artifacts": {"context/v1": [{...}]}')
         labels.append(Label(id=obj["id"], label=LABEL_WORDS[value], where=where, output=obj.get("output"),
                             artifacts=artifacts, has_output="output" in obj))
-    if not labels:
-        raise ConfigError(f"{path.name} has no labels", where=str(path), fix='write {"id": "c001", "label": true}')
     return labels
 
 

@@ -24,8 +24,8 @@ def check_error(project, expected: str, *args: str):
 
 @pytest.mark.parametrize(("text", "expected"), [
     ('{"id": "a", "input": {}}\n{"id": "b", "input": {}\n', "cases.jsonl:2: invalid JSON"),
-    ('{"id": "a", "input": {}}\n{"id": "a", "input": {}}\n', "cases.jsonl:2: $.id: duplicate case id 'a' (first on line 1)"),
-    ('{"input": {}}\n', "cases.jsonl:1: $.id: missing case id"),
+    ('{"id": "a", "input": {}}\n{"id": "a", "input": {}}\n', "cases.jsonl:2: $.id: duplicate id 'a' (first on line 1)"),
+    ('{"input": {}}\n', "cases.jsonl:1: $.id: missing id"),
     ('{"id": 7, "input": {}}\n', "cases.jsonl:1: $.id: expected a non-empty string, got 7 (int)"),
     ('{"id": "a"}\n', "cases.jsonl:1: $.input: missing input"),
     ('{"id": "a", "input": "hello"}\n', "cases.jsonl:1: $.input: expected a JSON object"),

@@ -124,15 +124,15 @@ def test_labels_accept_booleans_and_pass_fail_words_with_optional_outputs(tmp_pa
 
 
 @pytest.mark.parametrize(("line", "problem", "fix"), [
-    ('{"id": "a", "lable": true}', "labels.jsonl:2: unknown field 'lable'", "rename it to 'label'"),
-    ('{"id": "a"}', "labels.jsonl:2: missing 'label'", 'write {"id": "c001", "label": true}'),
+    ('{"id": "a", "lable": true}', "labels.jsonl:2: $.lable: unknown field 'lable'", "rename it to 'label'"),
+    ('{"id": "a"}', "labels.jsonl:2: $.label: missing label", 'write {"id": "c001", "label": true}'),
     ('{"id": "a", "label": 1}', "labels.jsonl:2: label must be true/false or \"pass\"/\"fail\", got 1",
      "write true when the criterion holds for the case, false when it does not"),
     ('{"id": "a", "label": ["x"]}', "labels.jsonl:2: label must be", None),
     ('{"id": "a", "label": "yes"}', "labels.jsonl:2: label must be", None),
-    ('{"id": 7, "label": true}', "labels.jsonl:2: id must be a non-empty string, got 7", "quote the id"),
-    ('{"id": "x", "label": true}', "labels.jsonl:2: case 'x' is labelled twice (first at labels.jsonl:1)",
-     "keep one label per case"),
+    ('{"id": 7, "label": true}', "labels.jsonl:2: $.id: expected a non-empty string, got 7 (int)", "quote the id"),
+    ('{"id": "x", "label": true}', "labels.jsonl:2: $.id: duplicate id 'x' (first on line 1)",
+     "give every labels line its own id"),
     ('{"id": "a", "label": true, "artifacts": {}}', "labels.jsonl:2: artifacts must be an object of lists", None),
     ('{"id": "a", "label": tru}', "labels.jsonl:2: invalid JSON", "write one JSON object per line"),
     ('["a", true]', "labels.jsonl:2: expected a JSON object, got list", None),
@@ -149,7 +149,7 @@ def test_label_errors_name_the_line_and_the_fix(tmp_path, line, problem, fix):
 
 def test_an_empty_or_absent_labels_file_is_an_error(tmp_path):
     (tmp_path / "empty.jsonl").write_text("\n")
-    with pytest.raises(ConfigError, match="has no labels"):
+    with pytest.raises(ConfigError, match="the labels file has no lines"):
         load_labels(tmp_path / "empty.jsonl")
     with pytest.raises(ConfigError, match="no such labels file"):
         load_labels(tmp_path / "absent.jsonl")
