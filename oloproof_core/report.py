@@ -73,7 +73,8 @@ def cache_line(caches: dict) -> str:
 
 def usage_line(criterion: str, spent: dict) -> str:
     """``Usage: groundedness 13 calls · 5,120 input tokens · 260 output tokens · $0.0123``."""
-    parts = [f"{spent.get('calls', 0)} calls"]
+    calls = spent.get("calls", 0)
+    parts = [f"{calls} call" + ("" if calls == 1 else "s")]
     for key, label in (("input_tokens", "input tokens"), ("output_tokens", "output tokens")):
         if key in spent:
             parts.append(f"{int(spent[key]):,} {label}")

@@ -255,7 +255,7 @@ def test_every_judge_runs_from_yaml_cached_with_usage_in_the_summary(wire, stand
     # the unparseable judgments are not cached: they are asked again, everything else is a hit
     assert "Cache: execution 3 hit/0 miss; judgment 9 hit/2 miss" in again.out.splitlines(), again
     assert len(standin.requests) == calls + 2
-    assert "Usage: grounded 1 calls · 100 input tokens · 20 output tokens · $0.0002" in again.out.splitlines()
+    assert "Usage: grounded 1 call · 100 input tokens · 20 output tokens · $0.0002" in again.out.splitlines()
 
 
 def test_a_changed_model_or_provider_misses_the_judgment_cache(standin, tmp_path):
