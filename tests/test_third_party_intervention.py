@@ -113,12 +113,13 @@ def test_bad_options_of_the_intervention_exit_2(venv: Venv, demo: tuple[Path, st
 
 
 @pytest.mark.slow
-def test_a_disabled_intervention_is_unknown(venv: Venv, demo: tuple[Path, str, str]) -> None:
+def test_a_disabled_intervention_is_named_as_disabled(venv: Venv, demo: tuple[Path, str, str]) -> None:
     project, run_id, _ = demo
     line = assert_one_line_error(venv.oloproof("diagnose", run_id, "--intervention", "query-rewrite", "--option",
                                                SYNONYMS, "--criterion", "answer_correct", cwd=project,
                                                OLOPROOF_DISABLE_PLUGINS="query-rewrite"))
-    assert "unknown intervention 'query-rewrite'" in line
+    assert ("intervention 'query-rewrite' comes from plugin 'query-rewrite', which is disabled; "
+            "fix: remove it from disable_plugins / OLOPROOF_DISABLE_PLUGINS") in line
 
 
 def test_the_documented_package_is_the_packaged_one() -> None:
