@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import Child, child_env, load_average, log, oloproof_command, table  # noqa: E402 - the sibling script
+from run import Child, child_env, load_average, log, oloproof_command, table
 
 TARGETS = {  # figure -> (target, comparison, unit)
     "ratio_latency50_c16": (1.5, "≤", "× ideal"),
