@@ -16,7 +16,8 @@ from .identity import canonical, digest
 from .model import Case, Execution, Judgment
 from .recording import call_with_recorder
 from .relevance import latest, relevant_units, unit_key
-from .runner import new_run_id, to_execution
+from .execution import to_execution
+from .runner import new_run_id
 
 ORDER = ("RETRIEVAL_MISS", "RANKED_OUT", "CONTEXT_ASSEMBLY_LOSS", "GENERATION_FAILURE", "UNRESOLVED")
 DESCRIPTION = {

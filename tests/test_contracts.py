@@ -74,7 +74,7 @@ def test_every_cli_command_is_in_the_readme_or_docs():
         assert f"oloproof {name}" in text, f"`oloproof {name}` is documented nowhere"
 
 
-MODULES = ["oloproof", "oloproof_core.cli", "oloproof_core.runner", "oloproof_core.compare",
+MODULES = ["oloproof", "oloproof_core.cli", "oloproof_core.runner", "oloproof_core.execution", "oloproof_core.compare",
            "oloproof_core.diagnose", *[p.name for p in PLUGINS]]
 
 

@@ -1,0 +1,208 @@
+"""Executing cases: the execution cache first, then the system, concurrently, in case order.
+
+Cache misses run concurrently (threads for a synchronous system, an event loop for an ``aexecute``
+one) and are cached as they finish, so an interrupted or crashed run loses no finished case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Any
+
+from .errors import ArtifactError, CaseMissing, ConfigError
+from .identity import digest
+from .model import Case, Execution
+from .plugins import Plugins
+from .recording import Recorder, call_with_recorder
+from .suite import Suite
+
+FLUSH_SECONDS = 0.5  # how often finished executions are written to the cache
+
+
+def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugins: Plugins,
+                 seconds: float) -> Execution:
+    """Validate what the system recorded; a malformed or undeclared artifact stops the run."""
+    artifacts: dict[str, list] = {}
+    for index, (kind, value) in enumerate(recorder.items):
+        if kind not in system.records:
+            declared = ", ".join(sorted(system.records)) or "nothing"
+            raise ArtifactError(f"case {case.id!r}: the system recorded {kind}, which it does not declare "
+                                f"(it declares {declared})",
+                                fix=f'add "{kind}" to records=(...) in @system, or stop recording it')
+        entry = plugins.artifacts.get(kind)
+        try:
+            data = entry.factory().to_data(value)
+        except ArtifactError as exc:
+            source = recorder.sources.get(index)
+            origin = f" (from {source})" if source else ""
+            raise ArtifactError(f"case {case.id!r}: malformed {kind}{origin}: {exc.problem}", fix=exc.fix) from None
+        artifacts.setdefault(kind, []).append(data)
+    return Execution(output=output, artifacts={k: tuple(v) for k, v in artifacts.items()}, seconds=seconds)
+
+
+def _json_safe(output: Any, case: Case) -> Any:
+    from .identity import canonical
+
+    try:
+        canonical(output)
+    except (TypeError, ValueError) as exc:
+        raise ArtifactError(f"case {case.id!r}: the system returned a value that is not JSON: {exc}",
+                            fix="return dicts, lists, strings, numbers, booleans or None") from None
+    return output
+
+
+class Executor:
+    """Runs the cache misses of one run and hands each finished execution to ``done``."""
+
+    def __init__(self, suite: Suite, plugins: Plugins):
+        self.suite, self.plugins, self.system = suite, plugins, suite.system
+        # a system may cap its own concurrency (an HTTP service's limit, say)
+        self.concurrency = min(suite.concurrency, getattr(self.system, "concurrency", None) or suite.concurrency)
+
+    def _one(self, case: Case) -> tuple[Any, Recorder, float, str | None]:
+        start = time.perf_counter()
+        try:
+            output, recorder = call_with_recorder(lambda r: self.system.execute(case, r), case)
+            return output, recorder, time.perf_counter() - start, None
+        except ArtifactError as exc:  # raised by a record type's validator inside the system
+            raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
+        except ConfigError:
+            raise
+        except CaseMissing as exc:
+            return None, Recorder(case), time.perf_counter() - start, exc.reason
+        except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing, the run goes on
+            return None, Recorder(case), time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}"
+
+    def finish(self, case: Case, result: tuple) -> Execution:
+        output, recorder, seconds, error = result
+        if error is not None:
+            return Execution(missing=error, seconds=seconds)
+        return to_execution(_json_safe(output, case), recorder, case, self.system, self.plugins, seconds)
+
+    def run(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
+        if hasattr(self.system, "aexecute"):
+            asyncio.run(self._run_async(cases, done))
+            return
+        if self.concurrency == 1:  # no thread hand-offs: cheaper, and a debugger sees the system
+            for i, case in enumerate(cases):
+                done(i, self.finish(case, self._one(case)))
+            return
+        window = self.concurrency * 4
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="oloproof-case")
+        pending: dict = {}
+        index = 0
+        try:
+            while index < len(cases) or pending:
+                while index < len(cases) and len(pending) < window:
+                    pending[pool.submit(self._one, cases[index])] = index
+                    index += 1
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    i = pending.pop(future)
+                    done(i, self.finish(cases[i], future.result()))
+        finally:
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _run_async(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
+        """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
+        todo = iter(range(len(cases)))
+
+        async def worker() -> None:
+            for i in todo:
+                case = cases[i]
+                recorder = Recorder(case)
+                start = time.perf_counter()
+                try:
+                    output = await self.system.aexecute(case, recorder)
+                    result = (output, recorder, time.perf_counter() - start, None)
+                except ArtifactError as exc:
+                    raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
+                except ConfigError:
+                    raise
+                except CaseMissing as exc:
+                    result = (None, recorder, time.perf_counter() - start, exc.reason)
+                except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing
+                    result = (None, recorder, time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}")
+                done(i, self.finish(case, result))
+
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, len(cases)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:
+                task.cancel()
+            closer = getattr(self.system, "aclose", None)
+            if closer is not None:
+                await closer()
+
+
+class Progress:
+    """A one-line progress bar on a terminal's stderr; silent anywhere else (CI logs)."""
+
+    def __init__(self, total: int):
+        self.total, self.count, self.last = total, 0, 0.0
+        self.on = sys.stderr.isatty() and total > 0
+
+    def step(self) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if self.on and (now - self.last > 0.1 or self.count == self.total):
+            self.last = now
+            width = 30
+            filled = width * self.count // self.total
+            sys.stderr.write(f"\r{'█' * filled}{'·' * (width - filled)} {self.count}/{self.total} cases")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.on:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict,
+                  use_cache: bool = True) -> tuple[list[Execution | None], bool]:
+    """Every case's execution, from the cache or the system. Returns (executions, interrupted)."""
+    system = suite.system
+    keys = [digest({"system": system.identity, "input": case.input}) for case in suite.cases]
+    cached = store.cache_get_many("execution", keys) if use_cache else {}
+    executions: list[Execution | None] = [None] * len(suite.cases)
+    misses = []
+    for i, key in enumerate(keys):
+        if key in cached:
+            executions[i] = Execution.from_data(cached[key])
+        else:
+            misses.append(i)
+    caches["execution"] = [len(keys) - len(misses), len(misses)]
+    progress = Progress(len(misses))
+    buffer: list[tuple[str, dict]] = []
+    last_flush = [time.monotonic()]
+
+    def flush() -> None:
+        store.cache_put_many("execution", buffer)
+        buffer.clear()
+        last_flush[0] = time.monotonic()
+
+    def done(j: int, execution: Execution) -> None:
+        i = misses[j]
+        executions[i] = execution
+        if execution.missing is None:
+            buffer.append((keys[i], execution.to_data()))
+        progress.step()
+        if time.monotonic() - last_flush[0] > FLUSH_SECONDS:
+            flush()
+
+    interrupted = False
+    try:
+        Executor(suite, plugins).run([suite.cases[i] for i in misses], done)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+        flush()
+    return executions, interrupted
