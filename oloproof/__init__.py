@@ -28,6 +28,8 @@ from oloproof_core.relevance import (
     one_of,
     ranked_units,
     relevant_units,
+    retrieval_data,
+    retrieval_from_data,
     unit_key,
 )
 from oloproof_core.recording import (
@@ -100,6 +102,8 @@ __all__ = [
     "open_provider",
     "ranked_units",
     "relevant_units",
+    "retrieval_data",
+    "retrieval_from_data",
     "retry_after",
     "unit_key",
     "source_fingerprint",

@@ -58,6 +58,22 @@ def latest(execution: Execution, artifact_type: str) -> Mapping[str, Any] | None
     return records[-1] if records else None
 
 
+def retrieval_data(retrieval: Any) -> dict:
+    """A :class:`Retrieval` in its recorded ``retrieval/v1`` form (unset passage fields left out)."""
+    return {"query": retrieval.query, "depth": retrieval.depth,
+            "candidates": [{k: v for k, v in (("doc_id", p.doc_id), ("score", p.score), ("text", p.text),
+                                              ("chunk_id", p.chunk_id)) if v is not None}
+                           for p in retrieval.candidates]}
+
+
+def retrieval_from_data(data: Mapping[str, Any]) -> Any:
+    """The :class:`Retrieval` of a recorded (already validated) ``retrieval/v1`` record."""
+    from .model import Passage, Retrieval
+
+    return Retrieval(query=data.get("query"), depth=data["depth"],
+                     candidates=tuple(Passage(**c) for c in data.get("candidates", ())))
+
+
 def ranked_units(retrieval: Mapping[str, Any], unit: str = "doc") -> list[str]:
     """The units of a recorded ``retrieval/v1`` in the retriever's order, each once (first kept)."""
     seen: dict[str, None] = {}

@@ -16,8 +16,23 @@ from typing import Any
 
 from attrs import frozen
 
-from oloproof import (ArtifactError, ConfigError, Context, ContextItem, DroppedItem, OloproofError, Passage,
-                      Retrieval, code_fingerprint, digest, hookimpl, import_object, source_fingerprint)
+from oloproof import (
+    ArtifactError,
+    ConfigError,
+    Context,
+    ContextItem,
+    DroppedItem,
+    OloproofError,
+    Passage,
+    Retrieval,
+    code_fingerprint,
+    digest,
+    hookimpl,
+    import_object,
+    retrieval_data,
+    retrieval_from_data,
+    source_fingerprint,
+)
 
 
 @frozen(kw_only=True)
@@ -37,18 +52,6 @@ def _setting(options: Options, info: Any, name: str) -> Any:
 
 def _whole(value: Any, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
-def retrieval_data(retrieval: Retrieval) -> dict:
-    return {"query": retrieval.query, "depth": retrieval.depth,
-            "candidates": [{k: v for k, v in (("doc_id", p.doc_id), ("score", p.score), ("text", p.text),
-                                              ("chunk_id", p.chunk_id)) if v is not None}
-                           for p in retrieval.candidates]}
-
-
-def retrieval_from(data: dict) -> Retrieval:
-    return Retrieval(query=data.get("query"), depth=data["depth"],
-                     candidates=tuple(Passage(**c) for c in data.get("candidates", ())))
 
 
 class RagSystem:
@@ -120,7 +123,7 @@ class RagSystem:
                       "depth": self.depth, "input": case.input})
         found = self._cached("retrieve", key, use_cache)
         if found is not None:
-            return retrieval_from(found)
+            return retrieval_from_data(found)
         retrieval = self.instance.retrieve(case.input, self.depth)
         if not isinstance(retrieval, Retrieval):
             raise ArtifactError(f"retrieve returned {type(retrieval).__name__}, not a Retrieval",
@@ -216,7 +219,7 @@ class RagSystem:
         recorded = (record.get("artifacts") or {}).get("retrieval/v1")
         if not recorded:
             raise ArtifactError(f"case {case.id!r} has no recorded retrieval/v1 to replay")
-        retrieval = retrieval_from(recorded[-1])
+        retrieval = retrieval_from_data(recorded[-1])
         candidates = None
         if rerank is not None:
             candidates = tuple(rerank(case.input, list(retrieval.candidates)))

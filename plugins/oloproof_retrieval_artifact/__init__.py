@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oloproof import ArtifactError, Passage, Retrieval, hookimpl
+from oloproof import ArtifactError, Passage, Retrieval, hookimpl, retrieval_data
 
 
 def _passage(data: Any, at: str) -> Passage:
@@ -51,10 +51,7 @@ class RetrievalArtifact:
         if len(retrieval.candidates) > retrieval.depth:
             raise ArtifactError(f"candidates: {len(retrieval.candidates)} passages for depth {retrieval.depth}",
                                 fix="record at most depth candidates, or the depth the retriever was asked for")
-        candidates = [{k: v for k, v in (("doc_id", p.doc_id), ("score", p.score), ("text", p.text),
-                                         ("chunk_id", p.chunk_id)) if v is not None}
-                      for p in retrieval.candidates]
-        return {"query": retrieval.query, "depth": retrieval.depth, "candidates": candidates}
+        return retrieval_data(retrieval)
 
 
 @hookimpl
