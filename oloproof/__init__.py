@@ -20,10 +20,12 @@ from oloproof_core.model import (
     StageCache,
     SystemContext,
     select,
+    tally,
 )
 from oloproof_core.relevance import (
     AtKEvaluator,
     AtKOptions,
+    context_names,
     latest,
     one_of,
     ranked_units,
@@ -90,6 +92,7 @@ __all__ = [
     "call_with_recorder",
     "canonical",
     "code_fingerprint",
+    "context_names",
     "current_case",
     "digest",
     "display",
@@ -110,5 +113,6 @@ __all__ = [
     "stats",
     "select",
     "system",
+    "tally",
     "text_of",
 ]

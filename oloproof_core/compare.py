@@ -18,7 +18,7 @@ from . import stats
 from .config import Document
 from .display import points_cells
 from .errors import ConfigError, ExitCode
-from .gate import Policy, Rule, decide_rule, gate, load_policy
+from .gate import Policy, Rule, decide_rule, gate, load_policy, policy_data
 from .identity import digest
 from .model import Judgment
 
@@ -263,11 +263,9 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     verdict, code = gate([_GateView(d.verdict) for d in decisions], policy.block_on)
     tail.append(f"Gate: {verdict} (exit {int(code)})")
 
-    from .runner import _policy_data
-
     full = body + listed + tail
     record = {"kind": "comparison", "candidate": candidate_id, "baseline": baseline_id,
-              "policy": _policy_data(policy), "lines": full,
+              "policy": policy_data(policy), "lines": full,
               "decisions": [{"rule": d.rule.id, "verdict": d.verdict, "reason": d.reason} for d in decisions]}
     object_id = "sha256:" + digest(record)
     header = f"Comparison {object_id} of {candidate_id} against {baseline_id} · {len(ids)} paired cases"

@@ -10,7 +10,7 @@ from attrs import field, frozen
 
 from .config import Document, structure
 from .errors import ConfigError, ExitCode
-from .model import Judgment, Metric
+from .model import Judgment, Metric, tally
 
 VERDICTS = ("PASS", "FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW")
 RUN_RULE_KINDS = ("interval", "observed_count")
@@ -113,8 +113,7 @@ def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confi
     every missing case counted at the worst value, and fails only if it would fail with every
     missing case at the best; an observed_count rule counts missing cases as possible failures.
     """
-    values = [j.value for j in judgments if j.observed]
-    missing = sum(1 for j in judgments if j.status == "missing")
+    values, missing, _ = tally(judgments)
     make = lambda verdict, reason: Decision(rule=rule.id, metric=rule.metric, verdict=verdict, reason=reason)  # noqa: E731
     if rule.kind == "observed_count":
         failures = sum(1 for j in judgments if j.status == "fail")
@@ -179,3 +178,14 @@ def require_validated_judges(decisions: list[Decision], judges: Mapping[str, str
             d = Decision(rule=d.rule, metric=d.metric, verdict="MANUAL_REVIEW", reason="judge_not_validated")
         out.append(d)
     return out
+
+
+def policy_data(policy: Policy | None) -> dict | None:
+    """A policy as plain data, as runs and comparisons record it."""
+    if policy is None:
+        return None
+    from .config import CONVERTER
+
+    data = CONVERTER.unstructure(policy)
+    data.pop("where", None)
+    return data

@@ -124,6 +124,13 @@ class Judgment:
                    detail=data.get("detail", {}))
 
 
+def tally(judgments: Sequence[Judgment]) -> tuple[list[float], int, int]:
+    """The observed values of ``judgments``, and how many are missing and excluded."""
+    values = [j.value for j in judgments if j.observed]
+    missing = sum(1 for j in judgments if j.status == "missing")
+    return values, missing, len(judgments) - len(values) - missing
+
+
 @frozen(kw_only=True)
 class Summary:
     """A metric over the cases of a run (or a slice): the estimate, its interval and the counts."""

@@ -74,6 +74,18 @@ def retrieval_from_data(data: Mapping[str, Any]) -> Any:
                      candidates=tuple(Passage(**c) for c in data.get("candidates", ())))
 
 
+def context_names(context: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Every id by which a citation may name an item of a recorded ``context/v1`` (its doc_id,
+    ``doc_id#chunk_id`` and its chunk_id), and that item; the first item wins a shared name."""
+    names: dict[str, Mapping[str, Any]] = {}
+    for item in context.get("items", ()):
+        names.setdefault(str(item["doc_id"]), item)
+        if item.get("chunk_id") is not None:
+            names.setdefault(f"{item['doc_id']}#{item['chunk_id']}", item)
+            names.setdefault(str(item["chunk_id"]), item)
+    return names
+
+
 def ranked_units(retrieval: Mapping[str, Any], unit: str = "doc") -> list[str]:
     """The units of a recorded ``retrieval/v1`` in the retriever's order, each once (first kept)."""
     seen: dict[str, None] = {}

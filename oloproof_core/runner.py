@@ -14,7 +14,7 @@ from attrs import field, frozen
 
 from .errors import EvaluationError, ExitCode
 from .execution import execute_cases
-from .gate import Decision, decide_rule, gate, require_validated_judges
+from .gate import Decision, decide_rule, gate, policy_data, require_validated_judges
 from .identity import digest
 from .model import Case, Execution, Judgment, Summary
 from .plugins import Plugins
@@ -212,7 +212,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         "metrics": {k: {"value": s.value, "low": s.low, "high": s.high, "observed": s.observed,
                         "missing": s.missing, "excluded": s.excluded, "cells": list(s.cells), "metric": s.metric}
                     for k, s in summaries.items()},
-        "policy": _policy_data(suite.policy),
+        "policy": policy_data(suite.policy),
     }
     records = []
     for r in results:
@@ -231,13 +231,3 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     return RunOutcome(run_id=run_id, header=header, results=results, summaries=summaries, slices=slice_rows,
                       decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches,
                       empty_slices=[s.name for s in suite.slices if not any(r.slices.get(s.name) for r in results)])
-
-
-def _policy_data(policy: Any) -> dict | None:
-    if policy is None:
-        return None
-    from .config import CONVERTER
-
-    data = CONVERTER.unstructure(policy)
-    data.pop("where", None)
-    return data

@@ -13,20 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from oloproof import Judgment, JudgeOptions, LLMJudge, hookimpl, latest, text_of
+from oloproof import Judgment, JudgeOptions, LLMJudge, context_names, hookimpl, latest, text_of
 
 Options = JudgeOptions  # provider, model, provider_options, criterion, prompt, question_field, answer_field
-
-
-def passages_by_name(context: dict) -> dict[str, dict]:
-    """Every id by which a citation may name an item of the context, and that item."""
-    names: dict[str, dict] = {}
-    for item in context.get("items", ()):
-        names.setdefault(str(item["doc_id"]), item)
-        if item.get("chunk_id") is not None:
-            names.setdefault(f"{item['doc_id']}#{item['chunk_id']}", item)
-            names.setdefault(str(item["chunk_id"]), item)
-    return names
 
 
 class CitationSupportJudge(LLMJudge):
@@ -46,7 +35,7 @@ class CitationSupportJudge(LLMJudge):
         cited = list(dict.fromkeys(citations.get("ids", ())))
         if not cited:
             return Judgment.excluded("no_citations")
-        names = passages_by_name(context)
+        names = context_names(context)
         outside = [cited_id for cited_id in cited if cited_id not in names]
         if outside:
             return Judgment.failed("cites_outside_context", invalid=outside)

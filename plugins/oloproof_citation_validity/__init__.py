@@ -8,29 +8,17 @@ See docs/retrieval-metrics.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
 
-from oloproof import Judgment, hookimpl, latest
+from oloproof import Judgment, context_names, hookimpl, latest
 
 
 @frozen(kw_only=True)
 class Options:
     criterion: str | None = None  # None: citations_valid
     require_citations: bool = False
-
-
-def context_names(context: Mapping[str, Any]) -> set[str]:
-    """Every id by which a cited passage may name an item given to the model."""
-    names: set[str] = set()
-    for item in context.get("items", ()):
-        names.add(str(item["doc_id"]))
-        if item.get("chunk_id") is not None:
-            names.add(f"{item['doc_id']}#{item['chunk_id']}")
-            names.add(str(item["chunk_id"]))
-    return names
 
 
 @frozen

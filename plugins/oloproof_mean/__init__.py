@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from oloproof import Judgment, Summary, display, hookimpl, stats
+from oloproof import Judgment, Summary, display, hookimpl, stats, tally
 
 
 class Mean:
@@ -17,9 +17,7 @@ class Mean:
         return stats.betting_interval(values, confidence, 0.0, 1.0)
 
     def summarize(self, judgments: Sequence[Judgment], confidence: float) -> Summary:
-        values = [j.value for j in judgments if j.observed]
-        missing = sum(1 for j in judgments if j.status == "missing")
-        excluded = sum(1 for j in judgments if j.status == "excluded")
+        values, missing, excluded = tally(judgments)
         n = len(values)
         mean = sum(values) / n if n else None
         low, high = self.interval(values, confidence) if n else (None, None)

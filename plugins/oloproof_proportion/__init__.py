@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from oloproof import Judgment, Summary, display, hookimpl, stats
+from oloproof import Judgment, Summary, display, hookimpl, stats, tally
 
 
 class Proportion:
@@ -18,9 +18,7 @@ class Proportion:
         return stats.clopper_pearson(int(round(sum(values))), len(values), confidence)
 
     def summarize(self, judgments: Sequence[Judgment], confidence: float) -> Summary:
-        values = [j.value for j in judgments if j.observed]
-        missing = sum(1 for j in judgments if j.status == "missing")
-        excluded = sum(1 for j in judgments if j.status == "excluded")
+        values, missing, excluded = tally(judgments)
         k, n = int(round(sum(values))), len(values)
         low, high = self.interval(values, confidence) if n else (None, None)
         return Summary(metric=self.name, value=k / n if n else None, low=low, high=high, observed=n,
