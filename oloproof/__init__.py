@@ -46,6 +46,8 @@ from oloproof_core.recording import (
     source_fingerprint,
     system,
 )
+from oloproof_core.fingerprint import project_fingerprint, reach_fingerprint
+from oloproof_core.fingerprint import short as short_fingerprint
 from oloproof_core.registry import Registry
 from oloproof_core.identity import canonical, digest
 from oloproof_core.providers import (
@@ -102,6 +104,9 @@ __all__ = [
     "rag_system",
     "latest",
     "one_of",
+    "project_fingerprint",
+    "reach_fingerprint",
+    "short_fingerprint",
     "open_provider",
     "ranked_units",
     "relevant_units",

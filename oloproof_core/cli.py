@@ -82,15 +82,24 @@ def cli() -> None:
 @config_option
 @click.option("--no-cache", is_flag=True,
               help="Execute and judge every case afresh, stages included (the results are still cached).")
-def run(config: str | None, no_cache: bool) -> None:
+@click.option("--refresh", is_flag=True,
+              help="Execute every case afresh, stages included, and overwrite the cached executions; "
+                   "judgments of unchanged outputs still come from the cache.")
+@click.option("--reuse-executions", is_flag=True,
+              help="Reuse cached executions even of an opaque system such as http (as system.cache: reuse).")
+def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
     from .suite import load_suite
 
+    if refresh and reuse_executions:
+        raise click.UsageError("--refresh and --reuse-executions contradict each other; give one")
     project = Project(config)
     doc, skeleton = project.skeleton()
-    suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache)
+    executions = "refresh" if refresh else "reuse" if reuse_executions else None
+    suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache,
+                       executions=executions)
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
     _echo(render_run(outcome, suite.min_slice_support))
     sys.exit(int(outcome.exit_code))
@@ -202,8 +211,11 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
     from .suite import load_suite
 
     project = Project(config)
+    run_id = project.store.resolve_run(run_id)
+    recorded = project.store.get_run(run_id)[0].get("config")
+    if config is None and recorded and recorded != project.config_path.name and (project.dir / recorded).is_file():
+        project = Project(str(project.dir / recorded))  # diagnose a run with the config it was made with
     store = project.store
-    run_id = store.resolve_run(run_id)
     doc, skeleton = project.skeleton()
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, store)
     entry = project.plugins.interventions.get(intervention)
@@ -258,6 +270,61 @@ def runs(config: str | None) -> None:
     _echo(table(["run", "created", "state", "system", "config", "cases", "diagnosis child"],
                 [[h["id"], h["created"], h["state"], f"{h['system']['name']} {h['system']['version']}",
                   digest(h["system"].get("identity"))[:8], str(h["cases"]), origin(h)] for h in headers]))
+
+
+CACHE_NAMESPACES = ("execution", "judgment", "stage:retrieve", "stage:generate")
+
+
+@cli.group(invoke_without_command=True)
+@config_option
+@click.pass_context
+def cache(ctx: click.Context, config: str | None) -> None:
+    """What the caches hold, per namespace; `oloproof cache clear NAMESPACE` empties one.
+
+    Entries never go stale: a cache key covers the code and settings a result came from, so a
+    change misses the cache by itself. Clearing only frees space, or forces an opaque system's
+    reused executions to be sent again.
+    """
+    ctx.ensure_object(dict)["config"] = config
+    if ctx.invoked_subcommand is not None:
+        return
+    from .report import table
+
+    store = Project(config).store
+    stats = getattr(store, "cache_stats", None)
+    if stats is None:
+        raise OloproofError(f"the store {type(store).__name__} cannot list its caches", fix="use the local store")
+    rows = {ns: (count, size) for ns, count, size in stats()}
+    names = list(CACHE_NAMESPACES) + sorted(set(rows) - set(CACHE_NAMESPACES))
+    _echo(table(["namespace", "entries", "size"],
+                [[ns, f"{rows.get(ns, (0, 0))[0]:,}", _size(rows.get(ns, (0, 0))[1])] for ns in names]))
+
+
+def _size(count: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if count < 1024 or unit == "GB":
+            return f"{count:,} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
+        count /= 1024
+    return str(count)
+
+
+@cache.command("clear")
+@click.argument("namespaces", nargs=-1)
+@click.option("--all", "everything", is_flag=True, help="Clear every namespace (stored runs are kept).")
+@click.pass_context
+def cache_clear(ctx: click.Context, namespaces: tuple[str, ...], everything: bool) -> None:
+    """Empty the cache NAMESPACES (execution, judgment, stage:retrieve, stage:generate)."""
+    store = Project(ctx.obj.get("config")).store
+    known = {ns for ns, _, _ in store.cache_stats()} | set(CACHE_NAMESPACES)
+    if everything:
+        namespaces = tuple(sorted(known))
+    if not namespaces:
+        raise OloproofError("name the namespaces to clear", fix=f"e.g. `oloproof cache clear execution`, or --all")
+    for ns in namespaces:
+        if ns not in known:
+            raise OloproofError(f"no cache namespace {ns!r}", fix=f"use one of: {', '.join(CACHE_NAMESPACES)}")
+    for ns in namespaces:
+        click.echo(f"Cleared {ns}: {store.cache_clear(ns):,} entries")
 
 
 @cli.command()

@@ -83,6 +83,27 @@ def gold_label(case: Case, record: dict, top_k: int, recovered: bool, control_pa
     return "CONTEXT_ASSEMBLY_LOSS", "relevant_dropped_from_context"
 
 
+def identity_changes(old: dict, new: dict) -> str:
+    """What differs between two system identities, in a few words (``generator.py changed``)."""
+    parts = []
+    old_project, new_project = old.get("project") or {}, new.get("project") or {}
+    old_modules, new_modules = old_project.get("modules", {}), new_project.get("modules", {})
+    for path in sorted(set(old_modules) | set(new_modules)):
+        if path not in new_modules:
+            parts.append(f"{path} no longer loaded")
+        elif path not in old_modules:
+            parts.append(f"{path} newly loaded")
+        elif old_modules[path] != new_modules[path]:
+            parts.append(f"{path} changed")
+    for name in sorted(set(old_project.get("packages", {})) | set(new_project.get("packages", {}))):
+        if old_project.get("packages", {}).get(name) != new_project.get("packages", {}).get(name):
+            parts.append(f"package {name} changed")
+    for key in sorted(set(old) | set(new)):
+        if key != "project" and canonical(old.get(key)) != canonical(new.get(key)):
+            parts.append("its code" if key == "code" else f"{key} changed")
+    return ", ".join(parts[:5]) + (f" and {len(parts) - 5} more" if len(parts) > 5 else "") or "its settings"
+
+
 class Diagnosis:
     """One ``oloproof diagnose`` invocation over a stored run."""
 
@@ -98,8 +119,13 @@ class Diagnosis:
                               fix=f"use one of: {', '.join(self.header['evaluators'])}")
         system = suite.system
         if canonical(system.identity) != canonical(self.header["system"]["identity"]):
-            raise ConfigError(f"the system of {run_id} has changed since it ran (its code or settings), and diagnose "
-                              "re-executes that system", fix="run `oloproof run` again and diagnose the new run")
+            changed = identity_changes(self.header["system"]["identity"], system.identity)
+            made_with = self.header.get("config")
+            rerun = "`oloproof run`" if made_with in (None, "oloproof.yaml") else f"`oloproof run --config {made_with}`"
+            other = (f"; it was made with --config {made_with}, not {suite.config_path.name}"
+                     if made_with and made_with != suite.config_path.name else "")
+            raise ConfigError(f"the system of {run_id} has changed since it ran ({changed}){other}, and diagnose "
+                              "re-executes that system", fix=f"run {rerun} again and diagnose the new run")
         spec = next((s for s in suite.evaluators if s.evaluator.criterion == criterion), None)
         if spec is None or canonical(spec.identity) != canonical(self.header["evaluators"][criterion]):
             raise ConfigError(f"the evaluator of {criterion!r} has changed since {run_id} ran (or left the suite), "

@@ -165,20 +165,42 @@ class Progress:
             sys.stderr.flush()
 
 
-def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict,
-                  use_cache: bool = True) -> tuple[list[Execution | None], bool]:
-    """Every case's execution, from the cache or the system. Returns (executions, interrupted)."""
+def reuses_executions(suite: Suite, use_cache: bool = True) -> bool:
+    """Whether this run may take executions from the cache.
+
+    A system whose code is fingerprinted (``callable``, ``rag``) has an identity that changes with
+    its code, so its cached executions are what it would return. An *opaque* system (``http``, or
+    any system that sets ``opaque = True``: its identity cannot see what answers behind it) is
+    re-executed on every run unless the suite says ``system.cache: reuse``.
+    """
+    if not use_cache or suite.executions == "refresh":
+        return False
+    return suite.executions == "reuse" or not getattr(suite.system, "opaque", False)
+
+
+def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_cache: bool = True,
+                  run_id: str | None = None) -> tuple[list[Execution | None], bool]:
+    """Every case's execution, from the cache or the system. Returns (executions, interrupted).
+
+    Each cached execution carries the id of the run that recorded it; an opaque system's reused
+    executions are counted by that run in ``caches["reused"]``.
+    """
     system = suite.system
     keys = [digest({"system": system.identity, "input": case.input}) for case in suite.cases]
-    cached = store.cache_get_many("execution", keys) if use_cache else {}
+    cached = store.cache_get_many("execution", keys) if reuses_executions(suite, use_cache) else {}
     executions: list[Execution | None] = [None] * len(suite.cases)
     misses = []
+    reused: dict[str, int] = {}
     for i, key in enumerate(keys):
         if key in cached:
             executions[i] = Execution.from_data(cached[key])
+            origin = cached[key].get("run") or "an earlier run"
+            reused[origin] = reused.get(origin, 0) + 1
         else:
             misses.append(i)
     caches["execution"] = [len(keys) - len(misses), len(misses)]
+    if reused and getattr(system, "opaque", False):
+        caches["reused"] = reused
     progress = Progress(len(misses))
     buffer: list[tuple[str, dict]] = []
     last_flush = [time.monotonic()]
@@ -192,7 +214,7 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict,
         i = misses[j]
         executions[i] = execution
         if execution.missing is None:
-            buffer.append((keys[i], execution.to_data()))
+            buffer.append((keys[i], {**execution.to_data(), "run": run_id}))
         progress.step()
         if time.monotonic() - last_flush[0] > FLUSH_SECONDS:
             flush()

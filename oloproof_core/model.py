@@ -218,6 +218,11 @@ class System(Protocol):
 
     A system may define ``async def aexecute(case, recorder)`` instead of ``execute``; the runner
     then drives it on an event loop, at most ``concurrency`` cases at once.
+
+    A system whose ``identity`` cannot see what produces its answers (a remote service) sets
+    ``opaque = True``: its cached executions are then reused only when the suite says
+    ``system.cache: reuse``. A system that loads user code puts :func:`oloproof.project_fingerprint`
+    in its identity instead.
     """
 
     name: str

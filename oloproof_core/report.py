@@ -58,6 +58,8 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out += table(["slice", "metric", "estimate", "interval", "counts"], rows)
     out.append("")
     out.append(cache_line(outcome.caches))
+    if "reused" in outcome.caches:
+        out.append(reused_line(outcome.caches["reused"], outcome.caches["execution"]))
     for criterion, spent in outcome.caches.get("usage", {}).items():
         out.append(usage_line(criterion, spent))
     if "stages" in outcome.caches:
@@ -69,6 +71,14 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
 def cache_line(caches: dict) -> str:
     (eh, em), (jh, jm) = caches["execution"], caches["judgment"]
     return f"Cache: execution {eh} hit/{em} miss; judgment {jh} hit/{jm} miss"
+
+
+def reused_line(reused: dict, figures: list) -> str:
+    """An opaque system's executions that came from the cache, and the runs that recorded them."""
+    runs = ", ".join(f"{run} ({n})" for run, n in sorted(reused.items(), key=lambda item: (-item[1], item[0])))
+    total = figures[0] + figures[1]
+    return (f"Reused: {figures[0]} of {total} executions were recorded by earlier runs and not sent to the "
+            f"system (system.cache: reuse): {runs}")
 
 
 def usage_line(criterion: str, spent: dict) -> str:

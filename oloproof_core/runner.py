@@ -175,7 +175,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
               "metrics": {s.evaluator.criterion: s.evaluator.metric for s in suite.evaluators},
               "cases": len(suite.cases)}
     plugins.pm.hook.oloproof_run_started(run=header)
-    executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache)
+    executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache, run_id)
     judgments = judge_cases(suite, store, executions, caches, use_cache)
     results = [CaseResult(case=c, execution=e, judgments=j,
                           slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})

@@ -17,7 +17,8 @@ from .model import Case, Evaluator, Slice, StageCache, System, SystemContext
 from .plugins import Plugins
 from .recording import source_fingerprint
 
-SYSTEM_KEYS = ("name", "version")
+SYSTEM_KEYS = ("name", "version", "cache")
+EXECUTIONS = ("auto", "reuse", "refresh")  # system.cache: when cached executions are reused
 
 
 @frozen(kw_only=True)
@@ -60,6 +61,9 @@ class Suite:
     concurrency: int
     store_type: str
     store_options: Any
+    # auto: reuse cached executions of a system whose code is fingerprinted, re-contact an opaque
+    # one (an HTTP service); reuse: reuse them for any system; refresh: re-execute every case
+    executions: str = "auto"
 
 
 def _options(doc: Document, entry: Any, data: dict, path: tuple, what: str) -> Any:
@@ -84,15 +88,28 @@ def load_skeleton(config_path: Path) -> tuple[Document, Skeleton]:
 
 
 def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
-               skeleton: Skeleton | None = None, store: Any = None, use_cache: bool = True) -> Suite:
-    """Load and check everything a run needs, before anything runs or is stored."""
+               skeleton: Skeleton | None = None, store: Any = None, use_cache: bool = True,
+               executions: str | None = None) -> Suite:
+    """Load and check everything a run needs, before anything runs or is stored.
+
+    :param executions: ``reuse`` or ``refresh`` from the command line, over ``system.cache``.
+    """
     if doc is None or skeleton is None:
         doc, skeleton = load_skeleton(config_path)
+    setting = skeleton.system.get("cache", "auto") if isinstance(skeleton.system, dict) else "auto"
+    if setting not in EXECUTIONS:
+        raise ConfigError(f"system.cache must be one of {', '.join(EXECUTIONS)}, got {setting!r}",
+                          where=doc.where(("system", "cache")),
+                          fix="remove it (auto), or write cache: reuse to reuse an HTTP service's executions")
+    executions = executions or setting
+    if not use_cache:
+        executions = "refresh"
     project_dir = config_path.resolve().parent
     if str(project_dir) not in sys.path:  # `callable: app:run` finds app.py in the project
         sys.path.insert(0, str(project_dir))
 
-    system, kind = _load_system(doc, skeleton.system, plugins, project_dir, store, use_cache)
+    system, kind = _load_system(doc, skeleton.system, plugins, project_dir, store,
+                                use_cache and executions != "refresh")
     cases = tuple(load_cases(project_dir / skeleton.cases))
 
     evaluators, metrics = [], {}
@@ -153,7 +170,8 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     return Suite(config_path=config_path, project_dir=project_dir, system=system, system_kind=kind,
                  cases=cases, evaluators=tuple(evaluators), metrics=metrics, slices=tuple(slices),
                  min_slice_support=skeleton.min_slice_support, policy=policy,
-                 concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options)
+                 concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
+                 executions=executions)
 
 
 def _load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path,

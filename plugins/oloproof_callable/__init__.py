@@ -9,7 +9,7 @@ from typing import Any
 
 from attrs import frozen
 
-from oloproof import ConfigError, OloproofError, SystemInfo, hookimpl, import_object, source_fingerprint
+from oloproof import ConfigError, OloproofError, SystemInfo, hookimpl, import_object, project_fingerprint, short_fingerprint
 
 
 @frozen(kw_only=True)
@@ -32,10 +32,12 @@ class CallableSystem:
         declared_version = info.version if info else "0"
         self.name = context.name or declared_name
         self.records = frozenset(info.records if info else ())
-        fingerprint = source_fingerprint(self.fn)
-        self.version = f"{context.version or declared_version}+{fingerprint[:12]}"
+        # every loaded module of the project and the installed packages they use: editing a helper
+        # module that the function imports is a different system
+        project = project_fingerprint([context.project_dir])
+        self.version = f"{context.version or declared_version}+{short_fingerprint(project)}"
         self.identity = {"kind": "callable", "name": self.name, "version": context.version or declared_version,
-                         "target": options.target, "code": fingerprint}
+                         "target": options.target, "project": project}
 
     def execute(self, case: Any, recorder: Any) -> Any:
         return self.fn(case.input)

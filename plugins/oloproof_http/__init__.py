@@ -115,6 +115,10 @@ def client_maker(options: Options, headers: dict[str, str]) -> Callable[[], Any]
 class HttpSystem:
     """One shared client per run; the runner drives ``aexecute`` on its event loop."""
 
+    # the identity covers the request settings, never the service behind the URL: every run sends
+    # every case again unless the suite says system.cache: reuse
+    opaque = True
+
     def __init__(self, options: Options, context: Any):
         check(options)
         self.options = options

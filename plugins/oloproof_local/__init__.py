@@ -79,6 +79,18 @@ class LocalStore:
             with self._lock, self._transaction():
                 self.db.executemany("INSERT OR REPLACE INTO cache (ns, key, value) VALUES (?, ?, ?)", rows)
 
+    def cache_stats(self) -> list[tuple[str, int, int]]:
+        """(namespace, entries, bytes of stored values) for every cache namespace, by name."""
+        with self._lock:
+            rows = self.db.execute("SELECT ns, COUNT(*), COALESCE(SUM(LENGTH(CAST(value AS BLOB))), 0) FROM cache "
+                                   "GROUP BY ns ORDER BY ns").fetchall()
+        return [(ns, count, size) for ns, count, size in rows]
+
+    def cache_clear(self, ns: str) -> int:
+        """Delete every entry of namespace ``ns``; the number deleted. Runs are never touched."""
+        with self._lock, self._transaction():
+            return self.db.execute("DELETE FROM cache WHERE ns = ?", (ns,)).rowcount
+
     # -- runs --------------------------------------------------------------------------
 
     def save_run(self, header: dict, cases: Iterable[dict], summary: dict) -> None:

@@ -1,8 +1,8 @@
 """The ``rag`` system: a staged RAG class that Oloproof runs stage by stage.
 
-``retrieve`` is cached by the retrieval identity (name, retrieve's code, index_version, depth,
-input) and ``generate`` by (generate's code, input, the exact assembled context), so a change
-to top_k, the budget or generation never re-runs retrieval. Context assembly is Oloproof's:
+``retrieve`` is cached by the retrieval identity (name, the code retrieve reaches, index_version,
+depth, input) and ``generate`` by (the code generate reaches, input, the exact assembled context),
+so a change to top_k, the budget or generation never re-runs retrieval. Context assembly is Oloproof's:
 the first top_k candidates in the retriever's order, each kept while it fits the budget by the
 system's own ``count_tokens``; the rest dropped with reason ``top_k`` or ``token_budget``.
 ``generate`` is given the kept items only (not the dropped list or the budget), so that its
@@ -25,13 +25,14 @@ from oloproof import (
     OloproofError,
     Passage,
     Retrieval,
-    code_fingerprint,
     digest,
     hookimpl,
     import_object,
+    project_fingerprint,
+    reach_fingerprint,
     retrieval_data,
     retrieval_from_data,
-    source_fingerprint,
+    short_fingerprint as short,
 )
 
 
@@ -93,15 +94,19 @@ class RagSystem:
         self.instance = cls()
         self.name = context.name or (info.name if info else cls.__name__)
         declared = context.version or (info.version if info else "0")
-        self.code = {stage: code_fingerprint(getattr(cls, stage))
+        roots = [context.project_dir]
+        # each stage's code: what its method can reach (through self.<name> on this class, its
+        # globals and imports, transitively), __init__ included as it builds the instance's state
+        self.code = {stage: digest(reach_fingerprint([getattr(cls, stage), cls.__init__], roots, cls=cls))
                      for stage in ("retrieve", "generate", "count_tokens") if hasattr(cls, stage)}
+        project = project_fingerprint(roots)
         self.identity = {"kind": "rag", "name": self.name, "version": declared, "object": options.object,
                          "depth": self.depth, "top_k": self.top_k, "token_budget": self.token_budget,
                          "index_version": self.index_version, "citations_field": options.citations_field,
-                         "code": self.code, "module": source_fingerprint(cls)}
-        # the recorded version covers the whole module (data and helpers too); the stage caches
-        # key on each method's own source, so editing generate never re-runs retrieval
-        self.version = f"{declared}+{digest([self.code, self.identity['module']])[:12]}"
+                         "code": self.code, "project": project}
+        # the recorded version covers every loaded project module and the packages they use; the
+        # stage caches key on what each stage reaches, so editing generate never re-runs retrieval
+        self.version = f"{declared}+{short([self.code, project])}"
         self.citations_field = options.citations_field
         self.records = frozenset({"retrieval/v1", "context/v1"}
                                  | ({"citations/v1"} if options.citations_field else set()))

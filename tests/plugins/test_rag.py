@@ -259,9 +259,25 @@ def test_each_change_misses_exactly_the_caches_whose_identity_it_is_part_of(tmp_
     assert calls(project) == Counter([f"retrieve {q}" for q in retrieved] + [f"generate {q}" for q in generated])
 
 
-@pytest.mark.slow
-def test_data_read_from_outside_the_methods_is_invisible_until_index_version_changes(tmp_path):
+def test_data_loaded_into_a_module_constant_is_part_of_the_stage_identities(tmp_path):
     project = staged(tmp_path, CACHED, 'name="mini", version="1", depth=3', system=CACHED_SYSTEM)
+    assert project.run("run").code == 0
+    calls(project)
+    # CANDIDATES is read from candidates.json at import: the data retrieve reaches has changed
+    changed = {**CACHED, "a": [passage("new", 1), *CACHED["a"]]}
+    project.write("candidates.json", json.dumps(changed))
+    fresh = project.run("run")
+    assert cache_lines(fresh.out) == ["Cache: execution 0 hit/5 miss; judgment 4 hit/1 miss",
+                                      "Stages: retrieve 0 hit/5 miss; generate 4 hit/1 miss"]
+    assert exported(project, fresh)["a"]["output"]["answer"] == "new a1"
+    assert calls(project) == Counter([f"retrieve {q}" for q in CACHED] + ["generate a"])
+
+
+@pytest.mark.slow
+def test_data_read_inside_a_method_is_invisible_until_index_version_changes(tmp_path):
+    project = staged(tmp_path, CACHED, 'name="mini", version="1", depth=3', system=CACHED_SYSTEM)
+    edit("app.py", 'rows = CANDIDATES[input["q"]]',
+         'rows = json.loads(Path("candidates.json").read_text(encoding="utf-8"))[input["q"]]')(project)
     assert project.run("run").code == 0
     calls(project)
     # the "index" changes under the same code: a, now led by a new passage
@@ -280,16 +296,15 @@ def test_data_read_from_outside_the_methods_is_invisible_until_index_version_cha
     assert calls(project) == Counter([f"retrieve {q}" for q in CACHED] + ["generate a"])
 
 
-def test_a_module_level_constant_changes_the_version_but_not_the_stage_identities(tmp_path):
+def test_a_module_level_constant_is_part_of_the_identity_of_the_stages_that_read_it(tmp_path):
     project = staged(tmp_path, CACHED, 'name="mini", version="1", depth=3', system=CACHED_SYSTEM)
     assert project.run("run").code == 0
     edit("app.py", 'SEPARATOR = " "', 'SEPARATOR = ","')(project)
     again = project.run("run")
-    # the module changed, so the run executes again under a new recorded version...
-    assert cache_lines(again.out) == ["Cache: execution 0 hit/5 miss; judgment 5 hit/0 miss",
-                                      "Stages: retrieve 5 hit/0 miss; generate 5 hit/0 miss"]
-    # ...but the stage caches key on each method's own source: generate is served from its cache
-    assert exported(project, again)["a"]["output"]["answer"] == "a1 a2"  # not "a1,a2"
+    # generate reads SEPARATOR, retrieve does not: only the generations run again
+    assert cache_lines(again.out) == ["Cache: execution 0 hit/5 miss; judgment 3 hit/2 miss",
+                                      "Stages: retrieve 5 hit/0 miss; generate 0 hit/5 miss"]
+    assert exported(project, again)["a"]["output"]["answer"] == "a1,a2"
 
 
 # -- YAML overrides the decorator ------------------------------------------------------------
