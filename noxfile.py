@@ -26,6 +26,7 @@ def bench(session: nox.Session) -> None:
     """Report the framework's speed figures (ratios and rates; informative, never pass/fail)."""
     session.install("-e", ".")
     session.run("python", "benchmarks/run.py", *session.posargs)
+    session.run("python", "benchmarks/fingerprint_bench.py")
 
 
 @nox.session(python=PYTHON)

@@ -54,7 +54,8 @@ def _installed_dirs() -> tuple[str, ...]:
             pass
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
         dirs.add(prefix)
-    return tuple(sorted(os.path.realpath(d) + os.sep for d in dirs))
+    dirs = {os.path.abspath(d) for d in dirs} | {os.path.realpath(d) for d in dirs}
+    return tuple(sorted(d + os.sep for d in dirs))
 
 
 class _Project:
@@ -66,13 +67,17 @@ class _Project:
         # only the installed directories strictly below it excluded
         self.roots = tuple(os.path.realpath(r) + os.sep for r in roots)
         self.excluded = tuple(d for d in installed if not any(r.startswith(d) for r in self.roots))
+        self.installed_raw = self.excluded
         self._files: dict[str, str] = {}
         self._is_project: dict[str, bool] = {}
+        self._tops: dict[str, frozenset[str]] = {}  # import-path entry -> the module names it holds
 
     def owns(self, filename: str | None) -> bool:
         if not filename or filename.startswith("<"):
             return False
         known = self._is_project.get(filename)
+        if known is None and filename.startswith(self.installed_raw):  # most modules: no realpath needed
+            known = self._is_project[filename] = False
         if known is None:
             real = os.path.realpath(filename)
             known = (any(real.startswith(r) for r in self.roots)
@@ -106,11 +111,27 @@ class _Project:
             return filename if self.owns(filename) else None
         parts = name.split(".")
         for entry in sys.path:
-            base = os.path.join(entry or os.getcwd(), *parts)
+            entry = entry or os.getcwd()
+            if parts[0] not in self._top_names(entry):  # one listdir per import-path entry, then sets
+                continue
+            base = os.path.join(entry, *parts)
             for candidate in (base + ".py", os.path.join(base, "__init__.py")):
                 if self.owns(candidate) and os.path.isfile(candidate):
                     return candidate
         return None
+
+    def _top_names(self, entry: str) -> frozenset[str]:
+        """The top-level module names a project directory on the import path holds."""
+        found = self._tops.get(entry)
+        if found is None:
+            found = frozenset()
+            if self.owns(os.path.join(entry, "_")):
+                try:
+                    found = frozenset(n[:-3] if n.endswith(".py") else n for n in os.listdir(entry))
+                except OSError:
+                    pass
+            self._tops[entry] = found
+        return found
 
 
 def _module_name_of(obj: Any) -> str | None:
@@ -126,7 +147,7 @@ def _package_version(top: str) -> Any:
 
 @lru_cache(maxsize=None)
 def _package_version_cached(top: str) -> Any:
-    from importlib import metadata
+    import importlib_metadata as metadata  # what the plugin manager already loaded
 
     if top in sys.stdlib_module_names or top in sys.builtin_module_names:
         return None

@@ -1,0 +1,343 @@
+"""A cached result is never one the current code or service would not give.
+
+Each scenario runs the real CLI twice on a project, changes what the system is (a helper module
+it imports, the class a staged config names, the service behind a URL) and checks that the
+second run reports what the changed system produces, with no flag.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from conftest import Project, case
+
+CONTAINS = """
+cases: cases.jsonl
+evaluators:
+  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+"""
+
+
+def cache_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(("Cache:", "Stages:", "Reused:"))]
+
+
+def estimate(text: str, metric: str) -> str:
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if cells and cells[0] == metric:
+            return cells[1]
+    raise AssertionError(f"no {metric} row in\n{text}")
+
+
+def versions(project: Project) -> list[str]:
+    out = project.run("runs").out
+    return re.findall(r"│ (\S+ \S+\+[0-9a-f]{12}) +│", out)
+
+
+def edit(project: Project, name: str, old: str, new: str) -> None:
+    path = project.root / name
+    text = path.read_text(encoding="utf-8")
+    assert old in text, (name, old)
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+# -- 1. a helper module the system imports ---------------------------------------------------
+
+def callable_project(root) -> Project:
+    project = Project(root)
+    project.write("app.py", """
+        from oloproof import system
+
+        import generator
+
+
+        @system(name="qa", version="1")
+        def run(input):
+            return {"answer": generator.answer(input["q"])}
+    """)
+    project.write("generator.py", """
+        def answer(q):
+            return q
+    """)
+    project.write("oloproof.yaml", "system:\n  callable: app:run\n" + CONTAINS)
+    project.cases([case(i) for i in range(4)])
+    return project
+
+
+def test_editing_an_imported_module_gives_the_new_code_s_numbers(tmp_path):
+    project = callable_project(tmp_path)
+    first = project.run("run")
+    assert first.code == 0, first
+    assert estimate(first.out, "answer_correct") == "100.0%"
+
+    edit(project, "generator.py", "return q", 'return "I do not know"')
+    second = project.run("run")
+    assert second.code == 0, second
+    assert cache_lines(second.out)[0] == "Cache: execution 0 hit/4 miss; judgment 0 hit/4 miss"
+    assert estimate(second.out, "answer_correct") == "0.0%"
+    # the same as a run that reads no cache at all
+    assert estimate(project.run("run", "--no-cache").out, "answer_correct") == "0.0%"
+    # two systems with different code show different versions
+    shown = versions(project)
+    assert len(shown) == 3 and shown[0] != shown[1] == shown[2], shown
+
+
+def test_an_unchanged_project_is_served_entirely_from_the_cache(tmp_path):
+    project = callable_project(tmp_path)
+    assert project.run("run").code == 0
+    again = project.run("run")
+    assert cache_lines(again.out) == ["Cache: execution 4 hit/0 miss; judgment 4 hit/0 miss"]
+
+
+def test_a_module_imported_inside_the_function_is_covered_too(tmp_path):
+    project = Project(tmp_path)
+    project.write("app.py", """
+        from oloproof import system
+
+
+        @system(name="qa", version="1")
+        def run(input):
+            import lazyhelper  # imported on the first call, after the fingerprint is taken
+
+            return {"answer": lazyhelper.answer(input["q"])}
+    """)
+    project.write("lazyhelper.py", "def answer(q):\n    return q\n")
+    project.write("oloproof.yaml", "system:\n  callable: app:run\n" + CONTAINS)
+    project.cases([case(i) for i in range(3)])
+    assert estimate(project.run("run").out, "answer_correct") == "100.0%"
+    edit(project, "lazyhelper.py", "return q", 'return "?"')
+    second = project.run("run")
+    assert cache_lines(second.out)[0] == "Cache: execution 0 hit/3 miss; judgment 0 hit/3 miss"
+    assert estimate(second.out, "answer_correct") == "0.0%"
+
+
+# -- 2. sibling staged classes with an inherited retrieve -------------------------------------
+
+SIBLINGS = '''
+from oloproof import Passage, Retrieval, rag_system
+
+
+class Base:
+    def retrieve(self, input, depth):
+        ranked = self.order()  # overridden below: the inherited retrieve differs per class
+        return Retrieval(query=input["q"], depth=depth,
+                         candidates=tuple(Passage(doc_id=d, text=d) for d in ranked[:depth]))
+
+    def generate(self, input, context):
+        return {"answer": " ".join(item.doc_id for item in context.items)}
+
+
+@rag_system(name="mini", version="1", depth=2, index_version="v1")
+class First(Base):
+    def order(self):
+        return ["d1", "d2", "d3"]
+
+
+@rag_system(name="mini", version="1", depth=2, index_version="v1")
+class Second(Base):
+    def order(self):
+        return ["d3", "d2", "d1"]
+'''
+HIT_RATE = """
+cases: cases.jsonl
+evaluators:
+  - {type: hit_rate, k: 1}
+"""
+
+
+def test_sibling_classes_sharing_an_inherited_retrieve_keep_their_own_retrievals(tmp_path):
+    project = Project(tmp_path)
+    project.write("app.py", SIBLINGS)
+    project.write("oloproof.yaml", "system:\n  rag: app:First\n" + HIT_RATE)
+    project.write("second.yaml", "system:\n  rag: app:Second\n" + HIT_RATE)
+    project.cases([{"id": f"c{i}", "input": {"q": f"q{i}"}, "expected": {"relevant": [{"doc_id": "d1"}]}}
+                   for i in range(5)])
+    first = project.run("run")
+    assert first.code == 0, first
+    assert estimate(first.out, "hit_rate_at_1") == "100.0%"
+
+    second = project.run("run", "--config", "second.yaml")
+    assert second.code == 0, second
+    assert cache_lines(second.out) == ["Cache: execution 0 hit/5 miss; judgment 0 hit/5 miss",
+                                       "Stages: retrieve 0 hit/5 miss; generate 0 hit/5 miss"]
+    assert estimate(second.out, "hit_rate_at_1") == "0.0%"
+    shown = versions(project)
+    assert len(shown) == 2 and shown[0] != shown[1], shown
+
+
+# -- the stage caches follow what each stage reaches --------------------------------------------
+
+STAGED = '''
+from oloproof import rag_system
+
+import generator
+import retriever
+
+
+@rag_system(name="mini", version="1", depth=2, index_version="v1")
+class Rag:
+    def retrieve(self, input, depth):
+        return retriever.search(input["q"], depth)
+
+    def generate(self, input, context):
+        return generator.answer(input["q"], context)
+'''
+RETRIEVER = '''
+from oloproof import Passage, Retrieval
+
+DOCS = ["d1", "d2", "d3"]
+
+
+def search(q, depth):
+    return Retrieval(query=q, depth=depth, candidates=tuple(Passage(doc_id=d, text=d) for d in DOCS[:depth]))
+'''
+GENERATOR = '''
+def answer(q, context):
+    return {"answer": " ".join(item.doc_id for item in context.items)}
+'''
+
+
+def staged_project(root) -> Project:
+    project = Project(root)
+    project.write("app.py", STAGED)
+    project.write("retriever.py", RETRIEVER)
+    project.write("generator.py", GENERATOR)
+    project.write("oloproof.yaml", "system:\n  rag: app:Rag\n" + HIT_RATE)
+    project.cases([{"id": f"c{i}", "input": {"q": f"q{i}"}, "expected": {"relevant": [{"doc_id": "d1"}]}}
+                   for i in range(3)])
+    return project
+
+
+def test_editing_the_generator_module_keeps_the_retrievals_and_editing_the_retriever_does_not(tmp_path):
+    project = staged_project(tmp_path)
+    assert project.run("run").code == 0
+
+    edit(project, "generator.py", '" ".join', '",".join')
+    after_generator = project.run("run")
+    assert cache_lines(after_generator.out) == ["Cache: execution 0 hit/3 miss; judgment 0 hit/3 miss",
+                                                "Stages: retrieve 3 hit/0 miss; generate 0 hit/3 miss"]
+
+    edit(project, "retriever.py", 'DOCS = ["d1", "d2", "d3"]', 'DOCS = ["d2", "d1", "d3"]')
+    after_retriever = project.run("run")
+    assert cache_lines(after_retriever.out)[1] == "Stages: retrieve 0 hit/3 miss; generate 0 hit/3 miss"
+    assert estimate(after_retriever.out, "hit_rate_at_1") == "0.0%"
+
+
+# -- 3. an HTTP service restarted with another answer behind the same URL ---------------------
+
+class Answer(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        reply = json.dumps({"answer": self.server.prefix or body["q"]}).encode()
+        self.server.calls += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+class Service:
+    """A service on a fixed port; it answers ``prefix`` to every question, or the question itself when ``prefix`` is empty."""
+
+    def __init__(self, prefix: str, port: int = 0):
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Answer)
+        self.server.prefix, self.server.calls = prefix, 0
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def http_project(root, port: int, extra: str = "") -> Project:
+    project = Project(root)
+    system = (f"system:\n  name: svc\n  {extra}\n  http:\n    url: http://127.0.0.1:{port}/answer\n"
+              "    output_path: answer\n    retries: 0\n    timeout: 5\n")
+    project.write("oloproof.yaml", system + CONTAINS.replace("field: answer, ", ""))
+    project.cases([case(i) for i in range(4)])
+    return project
+
+
+def test_a_redeployed_service_is_measured_again_with_no_flag(tmp_path):
+    service = Service("")
+    try:
+        project = http_project(tmp_path, service.port)
+        first = project.run("run")
+        assert estimate(first.out, "answer_correct") == "100.0%", first
+        service.stop()
+        service = Service("I do not know", service.port)  # the same URL, another service
+        second = project.run("run")
+        assert second.code == 0, second
+        assert cache_lines(second.out)[0] == "Cache: execution 0 hit/4 miss; judgment 0 hit/4 miss"
+        assert estimate(second.out, "answer_correct") == "0.0%"
+        assert service.server.calls == 4
+    finally:
+        service.stop()
+    # the service is down: the run says so, it does not report the last service's numbers
+    down = project.run("run")
+    assert "Missing: 4 of 4 cases produced no output" in down.out, down
+    assert "Reused:" not in down.out
+
+
+def test_reusing_a_service_s_executions_is_explicit_and_named(tmp_path):
+    service = Service("")
+    try:
+        project = http_project(tmp_path, service.port, extra="cache: reuse")
+        first = project.run("run")
+        first_id = first.out.split()[1]
+        again = project.run("run")
+        assert service.server.calls == 4
+    finally:
+        service.stop()
+    assert cache_lines(again.out) == [
+        "Cache: execution 4 hit/0 miss; judgment 4 hit/0 miss",
+        f"Reused: 4 of 4 executions were recorded by earlier runs and not sent to the system "
+        f"(system.cache: reuse): {first_id} (4)"]
+
+
+def test_refresh_re_executes_and_overwrites_but_reuses_judgments(tmp_path):
+    project = callable_project(tmp_path)
+    assert project.run("run").code == 0
+    refreshed = project.run("run", "--refresh")
+    assert cache_lines(refreshed.out) == ["Cache: execution 0 hit/4 miss; judgment 4 hit/0 miss"]
+
+
+def test_the_cache_command_lists_and_clears_namespaces(tmp_path):
+    project = callable_project(tmp_path)
+    assert project.run("run").code == 0
+    listed = project.run("cache")
+    assert listed.code == 0, listed
+    assert re.search(r"│ execution +│ 4 +│ [\d.,]+ (B|KB) +│", listed.out), listed.out
+    cleared = project.run("cache", "clear", "execution")
+    assert cleared.out.strip() == "Cleared execution: 4 entries"
+    assert "Cache: execution 0 hit/4 miss; judgment 4 hit/0 miss" in project.run("run").out
+    wrong = project.run("cache", "clear", "executions")
+    assert wrong.code == 2 and "no cache namespace 'executions'" in wrong.err, wrong
+    assert len(project.runs()) == 2  # clearing a cache never deletes a run
+
+
+def test_diagnose_names_what_changed_and_uses_the_config_the_run_was_made_with(tmp_path):
+    project = staged_project(tmp_path)
+    (project.root / "oloproof.yaml").rename(project.root / "main.yaml")
+    run = project.run("run", "--config", "main.yaml")
+    run_id = run.out.split()[1]
+    # no --config: the run's own config (main.yaml) is used, not a missing oloproof.yaml
+    diag = project.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "hit_rate_at_1")
+    assert diag.code == 0, diag
+    edit(project, "generator.py", '" ".join', '",".join')
+    changed = project.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "hit_rate_at_1")
+    assert changed.code == 2, changed
+    assert "generator.py changed" in changed.err and "oloproof run --config main.yaml" in changed.err, changed.err
