@@ -240,7 +240,8 @@ def cold_run(project: Path, transport: str | None = None) -> Child:
 
 
 def warm_run(project: Path, transport: str | None = None) -> Child:
-    argv = [*oloproof_command(), "run"] if transport is None else [
+    # an http system is re-executed on every run unless its executions are reused explicitly
+    argv = [*oloproof_command(), "run", "--reuse-executions"] if transport is None else [
         sys.executable, __file__, "oloproof", "--transport", transport, "run"]
     child = Child(argv, cwd=project, env=child_env()).check()
     if "miss" not in child.stdout or "Cache:" not in child.stdout:

@@ -319,7 +319,7 @@ def cache_clear(ctx: click.Context, namespaces: tuple[str, ...], everything: boo
     if everything:
         namespaces = tuple(sorted(known))
     if not namespaces:
-        raise OloproofError("name the namespaces to clear", fix=f"e.g. `oloproof cache clear execution`, or --all")
+        raise OloproofError("name the namespaces to clear", fix="e.g. `oloproof cache clear execution`, or --all")
     for ns in namespaces:
         if ns not in known:
             raise OloproofError(f"no cache namespace {ns!r}", fix=f"use one of: {', '.join(CACHE_NAMESPACES)}")

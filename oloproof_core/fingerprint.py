@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import inspect
 import os
 import sys
 import sysconfig
 import types
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -140,13 +139,10 @@ def _module_name_of(obj: Any) -> str | None:
     return getattr(obj, "__module__", None) if isinstance(getattr(obj, "__module__", None), str) else None
 
 
+@cache
 def _package_version(top: str) -> Any:
-    """The installed version of the distribution that provides top-level package ``top``."""
-    return _package_version_cached(top)
-
-
-@lru_cache(maxsize=None)
-def _package_version_cached(top: str) -> Any:
+    """The distribution (name and version) that provides top-level package ``top``, or None for
+    the standard library."""
     import importlib_metadata as metadata  # what the plugin manager already loaded
 
     if top in sys.stdlib_module_names or top in sys.builtin_module_names:
@@ -365,7 +361,7 @@ def project_fingerprint(roots: Iterable[Path | str]) -> dict:
     project = _Project(roots)
     walker = _Walker(project)
     modules: dict[str, str] = {}
-    for name, module in list(sys.modules.items()):
+    for module in list(sys.modules.values()):
         filename = getattr(module, "__file__", None) if module is not None else None
         if not project.owns(filename):
             continue
@@ -380,7 +376,7 @@ def project_fingerprint(roots: Iterable[Path | str]) -> dict:
                 if path is not None:
                     modules[project.relative(path)] = project.file_digest(path)
     packages = {k.removeprefix("package:"): v for k, v in sorted(walker.records.items())}
-    return {"python": "%d.%d" % sys.version_info[:2], "modules": dict(sorted(modules.items())),
+    return {"python": "{}.{}".format(*sys.version_info[:2]), "modules": dict(sorted(modules.items())),
             "packages": packages}
 
 
@@ -414,18 +410,10 @@ def reach_fingerprint(objects: Iterable[Any], roots: Iterable[Path | str], cls: 
     for obj in objects:
         walker.add(obj)
     records = walker.run()
-    records["python"] = "%d.%d" % sys.version_info[:2]
+    records["python"] = "{}.{}".format(*sys.version_info[:2])
     return records
 
 
 def short(fingerprint: Any) -> str:
     """The 12 hex characters shown after a declared version (``slice-b-example+3f2a9c0d1e4b``)."""
     return hashlib.sha256(canonical(fingerprint).encode()).hexdigest()[:12]
-
-
-def source_of(obj: Any) -> str | None:
-    """The source file of ``obj``, if it has one."""
-    try:
-        return inspect.getsourcefile(obj)
-    except TypeError:
-        return None

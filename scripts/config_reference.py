@@ -52,7 +52,10 @@ def render() -> str:
     plugins = Plugins(make_plugin_manager())
     out = [INTRO, "## oloproof.yaml", ""] + table(Skeleton)
     out += ["`system` holds `name`, `version` and exactly one kind below; a kind that takes one main",
-            "option accepts it as a plain string (`callable: app:run`).", ""]
+            "option accepts it as a plain string (`callable: app:run`). `system.cache` (`auto`, the",
+            "default; `reuse`; `refresh`) says when cached executions are reused: `auto` reuses them for a",
+            "fingerprinted Python system and re-executes an opaque one such as `http` on every run",
+            "([caching.md](caching.md)).", ""]
     out += ["`policy` is a file name relative to the project, or the policy inline (below).", ""]
     for kind, title in (("systems", "System kinds, under `system:`"),
                         ("evaluators", "Evaluators, in `evaluators:` beside `type:`"),
