@@ -27,6 +27,7 @@ def bench(session: nox.Session) -> None:
     session.install("-e", ".")
     session.run("python", "benchmarks/run.py", *session.posargs)
     session.run("python", "benchmarks/fingerprint_bench.py")
+    session.run("python", "benchmarks/viewer_bench.py")
 
 
 @nox.session(python=PYTHON)

@@ -139,14 +139,28 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: 
 
 @cli.command()
 @click.argument("run_id")
+@click.option("--html", "html_file", default=None, metavar="FILE", type=click.Path(dir_okay=False),
+              help="Write one self-contained HTML report instead (a run, or a sha256:... comparison or diagnosis).")
 @config_option
-def export(run_id: str, config: str | None) -> None:
-    """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json."""
+def export(run_id: str, html_file: str | None, config: str | None) -> None:
+    """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json (or --html FILE)."""
     import os
     import tempfile
 
     project = Project(config)
     store = project.store
+    if html_file is not None:
+        from .viewer import export_html
+
+        html = export_html(store, project.plugins, run_id)
+        target = Path(html_file)
+        fd, tmp = tempfile.mkstemp(dir=target.resolve().parent, prefix=".report-", suffix=".html")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(html)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+        click.echo(f"Wrote {target}")
+        return
     run_id = store.resolve_run(run_id)
     header, summary = store.get_run(run_id)
     folder = project.dir / ".oloproof" / "bundles" / run_id
@@ -246,6 +260,31 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
                 fix = f"pass {flags.get(key, '--option ' + key + '=VALUE')}" + (" N" if key == "top_k" else "")
             raise ConfigError(exc.problem, where=flag, fix=fix) from None
     _echo(Diagnosis(suite, project.plugins, store, run_id, criterion).run(made))
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=int, help="The port (0 picks a free one).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a web browser.")
+@config_option
+def view(host: str, port: int, open_browser: bool, config: str | None) -> None:
+    """Serve a read-only web viewer of this project's runs, cases, comparisons and diagnoses."""
+    from .viewer import serve
+
+    project = Project(config)
+
+    def announce(url: str) -> None:
+        click.echo(f"Oloproof viewer on {url} (read-only; Ctrl-C stops it)")
+
+    serve(project.store, project.plugins, host, port, announce, open_browser)
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @cli.command()

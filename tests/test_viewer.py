@@ -1,0 +1,260 @@
+"""The browser viewer and the HTML export, in Debian's Chromium driven through chromedriver.
+
+A store is filled by the shipped support_rag example (a run, a diagnosis, a second run and a
+compare); ``oloproof view`` serves it on a free port, and every page type is visited, links are
+followed, the numbers are checked against ``oloproof run``'s, and the browser's console must stay
+clean. A second project holds a case made of script-injection attempts, which must render inert.
+The screenshots in docs/images/ are the ones these tests take.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from urllib.request import urlopen
+
+import pytest
+
+from conftest import Project, olo
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "docs" / "images"
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+RUN_ID = re.compile(r"run_[0-9A-HJKMNP-TV-Z]{26}")
+PAYLOAD = '<script>window.__xss=1</script>"><img src=x onerror="window.__xss=2">'
+JS_URL = "javascript:window.__xss=3"
+
+
+def rows(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip().strip("│").split("│")] for line in text.splitlines()
+            if line.startswith("│")]
+
+
+class Viewer:
+    """``oloproof view --port 0`` in a subprocess; ``url`` once it listens."""
+
+    def __init__(self, cwd: Path):
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "oloproof", "view", "--port", "0"], cwd=cwd, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        found = re.search(r"http://\S+/", line)
+        assert found, (line, self.proc.stderr.read() if self.proc.poll() is not None else "")
+        self.url = found.group(0).rstrip("/")
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout=20)
+        finally:
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    """The support_rag example after the documented steps: run, diagnose, token_budget 120, run, compare."""
+    root = tmp_path_factory.mktemp("viewer")
+    assert olo("init", "--example", "support_rag", "demo", cwd=root).code == 0
+    project = root / "demo"
+    base = olo("run", cwd=project)
+    base_id = RUN_ID.search(base.out).group(0)
+    diag = olo("diagnose", base_id, "--intervention", "gold-context", "--criterion", "answer_correct", cwd=project)
+    assert diag.code == 0, diag
+    config = project / "oloproof.yaml"
+    config.write_text(config.read_text().replace("token_budget: 40", "token_budget: 120"))
+    cand = olo("run", cwd=project)
+    cand_id = RUN_ID.search(cand.out).group(0)
+    comparison = olo("compare", cand_id, base_id, "--policy", "compare.yaml", cwd=project)
+    return {"dir": project, "base": base, "base_id": base_id, "cand_id": cand_id,
+            "diagnosis": re.search(r"sha256:[0-9a-f]{64}", diag.out).group(0),
+            "comparison": re.search(r"sha256:[0-9a-f]{64}", comparison.out).group(0),
+            "children": RUN_ID.findall(diag.out.split("Child runs:")[1])}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A project whose one case's id, input and output are injection attempts."""
+    project = Project(tmp_path_factory.mktemp("hostile"))
+    project.write("app.py", """
+        from oloproof import system
+
+        @system(name="echo", version="1")
+        def run(input):
+            return {"answer": input["q"], "link": input["link"]}
+    """)
+    project.write("oloproof.yaml", """
+        system:
+          callable: app:run
+        cases: cases.jsonl
+        evaluators:
+          - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+    """)
+    project.cases([{"id": "x" + PAYLOAD, "input": {"q": PAYLOAD, "link": JS_URL},
+                    "expected": {"answer": "nothing like it"}, "metadata": {"note": PAYLOAD}}])
+    result = project.run("run")
+    assert result.code == 0, result
+    return {"dir": project.root, "run_id": RUN_ID.search(result.out).group(0)}
+
+
+def test_the_export_escapes_every_field_of_a_hostile_case(hostile, tmp_path):
+    out = tmp_path / "report.html"
+    result = olo("export", hostile["run_id"], "--html", str(out), cwd=hostile["dir"])
+    assert result.code == 0, result
+    html = out.read_text(encoding="utf-8")
+    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    assert 'href="javascript:' not in html
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html
+    assert "Content-Security-Policy" in html
+
+
+def test_an_unknown_id_is_a_404_page_and_nothing_is_written(hostile):
+    viewer = Viewer(hostile["dir"])
+    store = hostile["dir"] / ".oloproof" / "store.db"
+    before = store.stat().st_mtime_ns
+    try:
+        from urllib.error import HTTPError
+
+        with pytest.raises(HTTPError) as missing:
+            urlopen(viewer.url + "/runs/run_NOPE", timeout=10)
+        assert missing.value.code == 404
+        missing.value.close()
+        with pytest.raises(HTTPError) as posted:
+            urlopen(viewer.url + "/", data=b"x=1", timeout=10)
+        assert posted.value.code == 405
+        posted.value.close()
+        with urlopen(viewer.url + "/", timeout=10) as page:
+            assert "script-src" not in page.headers["Content-Security-Policy"]  # no script may run at all
+    finally:
+        assert viewer.stop() == 0
+    assert store.stat().st_mtime_ns == before
+
+
+# -- in the browser ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not (CHROMIUM and CHROMEDRIVER):
+        message = "the browser tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # CI installs them (.ci/run): there, a missing browser is a failure
+        pytest.skip(message)
+    from selenium import webdriver
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--window-size=1280,1500",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def visit(driver, url: str, shot: str | None = None):
+    """Load a page; fail on any console error; optionally save the docs' screenshot."""
+    driver.get(url)
+    errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert not errors, errors
+    if shot:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(SHOTS / f"viewer-{shot}.png"))
+    return driver
+
+
+def cells(driver, table_id: str) -> list[list[str]]:
+    from selenium.webdriver.common.by import By
+
+    out = []
+    for row in driver.find_elements(By.CSS_SELECTOR, f"#{table_id} tr")[1:]:
+        out.append([c.text.strip() for c in row.find_elements(By.TAG_NAME, "td")])
+    return out
+
+
+@pytest.mark.browser
+def test_every_page_renders_links_through_and_shows_the_run_s_numbers(browser, example):
+    from selenium.webdriver.common.by import By
+
+    viewer = Viewer(example["dir"])
+    try:
+        runs = visit(browser, viewer.url + "/", "runs")
+        listed = [r[0] for r in cells(runs, "runs")]
+        assert example["base_id"] in listed and example["cand_id"] in listed
+        assert listed.index(example["cand_id"]) < listed.index(example["base_id"])  # newest first
+        filtered = visit(browser, viewer.url + "/?state=DIAGNOSTIC")
+        assert {r[0] for r in cells(filtered, "runs")} == set(example["children"])
+
+        page = visit(browser, f"{viewer.url}/runs/{example['base_id']}", "run")
+        printed = {r[0]: r[1:] for r in rows(example["base"].out) if len(r) == 4}
+        shown = {r[0]: r[1:4] for r in cells(page, "metrics")}
+        for metric, (estimate, interval, counts) in shown.items():
+            assert printed[metric] == [estimate, interval, counts], metric
+        assert [r[:4] for r in cells(page, "decisions")] == [r for r in rows(example["base"].out) if len(r) == 4
+                                                              and r[2] in ("PASS", "FAIL", "INSUFFICIENT_EVIDENCE")]
+        assert len(page.find_elements(By.CSS_SELECTOR, "svg.plot line[stroke='#b3261e']")) >= 2  # thresholds drawn
+
+        failed = visit(browser, f"{viewer.url}/runs/{example['base_id']}?criterion=answer_correct&status=failed")
+        failing = [r[0] for r in cells(failed, "cases")]
+        assert sorted(failing) == sorted(["money_back", "refund_review", "security_review", "seat_count"])
+
+        visit(browser, f"{viewer.url}/runs/{example['base_id']}/cases/refund_review", "case")
+        failed = visit(browser, f"{viewer.url}/runs/{example['base_id']}?criterion=answer_correct&status=failed")
+        failed.find_element(By.LINK_TEXT, "money_back").click()
+        case = visit(browser, browser.current_url)
+        assert "Case money_back" in case.find_element(By.TAG_NAME, "h1").text
+        assert case.find_elements(By.CSS_SELECTOR, "table.judgments tr")
+        child_link = case.find_element(By.CSS_SELECTOR, f"a[href='/runs/{example['children'][0]}/cases/money_back']")
+        assert child_link.text == "gold context"
+        child_link.click()
+        child = visit(browser, browser.current_url)
+        assert example["children"][0] in child.current_url and "Case money_back" in child.page_source
+
+        diagnosis = visit(browser, f"{viewer.url}/objects/{example['diagnosis']}", "diagnosis")
+        assert {r[0] for r in cells(diagnosis, "diagnosed")} == set(failing)
+        comparison = visit(browser, f"{viewer.url}/objects/{example['comparison']}", "compare")
+        assert "Candidate" in comparison.page_source and cells(comparison, "decisions")
+    finally:
+        assert viewer.stop() == 0
+
+
+@pytest.mark.browser
+def test_the_exported_report_opens_from_disk_with_the_same_numbers(browser, example, tmp_path):
+    out = tmp_path / "report.html"
+    assert olo("export", example["base_id"], "--html", str(out), cwd=example["dir"]).code == 0
+    page = visit(browser, out.as_uri(), "export")
+    printed = {r[0]: r[1:] for r in rows(example["base"].out) if len(r) == 4}
+    for row in cells(page, "metrics"):
+        assert printed[row[0]] == row[1:4]
+    assert "Case money_back" in page.page_source  # every case's page is in the file
+
+
+@pytest.mark.browser
+def test_a_hostile_case_renders_inert(browser, hostile, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    viewer = Viewer(hostile["dir"])
+    try:
+        run = visit(browser, f"{viewer.url}/runs/{hostile['run_id']}")
+        run.find_element(By.PARTIAL_LINK_TEXT, "x<script>").click()
+        case = visit(browser, browser.current_url)
+        assert json.dumps(PAYLOAD) in case.find_element(By.CSS_SELECTOR, "pre.output").text
+        assert case.execute_script("return window.__xss === undefined")
+        assert not case.find_elements(By.CSS_SELECTOR, "img, script, a[href^='javascript:']")
+    finally:
+        assert viewer.stop() == 0
+    out = tmp_path / "hostile.html"
+    assert olo("export", hostile["run_id"], "--html", str(out), cwd=hostile["dir"]).code == 0
+    exported = visit(browser, out.as_uri())
+    assert exported.execute_script("return window.__xss === undefined")
+    assert not exported.find_elements(By.CSS_SELECTOR, "img, script, a[href^='javascript:']")
+    assert json.dumps(PAYLOAD) in exported.find_element(By.CSS_SELECTOR, "pre.output").text
