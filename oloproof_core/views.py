@@ -236,6 +236,40 @@ def _verdicts(records: Iterable[dict]) -> dict[str, dict[str, str]]:
     return {r["id"]: {c: status_of(j) for c, j in r.get("judgments", {}).items()} for r in records}
 
 
+def paired_differences(candidate: list[dict], baseline: list[dict], policy: dict) -> list[dict]:
+    """Each shared criterion's paired difference in points with its interval (compare's own
+    computation) and the policy's margins on a symmetric axis."""
+    from .compare import pair
+    from .display import points_cells
+
+    confidence = policy.get("confidence_level", 0.95)
+    cand, base = {r["id"]: r for r in candidate}, {r["id"]: r for r in baseline}
+    ids = [i for i in cand if i in base]
+    first = (cand[ids[0]].get("judgments", {}), base[ids[0]].get("judgments", {})) if ids else ({}, {})
+    criteria = [c for c in first[0] if c in first[1]]
+    rows = []
+    for criterion in criteria:
+        paired = pair(criterion, cand, base, ids)
+        if not paired.n:
+            continue
+        diff, low, high = (100 * x for x in paired.interval(confidence))
+        margins = []
+        for rule in policy.get("rules", []):
+            if rule.get("metric") == criterion and rule.get("kind") in ("non-inferiority", "superiority"):
+                at = -(rule.get("margin") or 0.0) if rule["kind"] == "non-inferiority" else (rule.get("margin") or 0.0)
+                margins.append({"rule": rule["id"], "kind": rule["kind"], "value": at})
+        reach = max([5.0, abs(low), abs(high), *(abs(m["value"]) for m in margins)])
+
+        def at(x: float, reach: float = reach) -> float:
+            return round(50 + 50 * x / reach, 2)
+
+        value, bounds = points_cells(diff / 100, low / 100, high / 100)
+        rows.append({"criterion": criterion, "value": value, "interval": bounds, "paired": paired.n,
+                     "x": {"value": at(diff), "low": at(low), "high": at(high), "zero": 50.0},
+                     "margins": [{**m, "at": at(m["value"])} for m in margins]})
+    return rows
+
+
 def object_view(store: Any, records: Records, object_id: str) -> dict:
     """A stored comparison, diagnosis or judge validation, with what its page links to."""
     object_id, kind, record = store.get_object(object_id)
@@ -254,7 +288,7 @@ def object_view(store: Any, records: Records, object_id: str) -> dict:
                     changed.append({"id": case_id, "criterion": criterion,
                                     "change": "fixed" if verdict == "passed" else "broken"})
         view["changed"] = changed
-        view["differences"] = record.get("metrics") or []
+        view["differences"] = paired_differences(records(candidate), records(baseline), record.get("policy") or {})
     elif kind == "diagnosis":
         labels: dict[str, int] = {}
         for entry in record.get("cases", []):

@@ -74,7 +74,7 @@ def example(tmp_path_factory):
     comparison = olo("compare", cand_id, base_id, "--policy", "compare.yaml", cwd=project)
     return {"dir": project, "base": base, "base_id": base_id, "cand_id": cand_id,
             "diagnosis": re.search(r"sha256:[0-9a-f]{64}", diag.out).group(0),
-            "comparison": re.search(r"sha256:[0-9a-f]{64}", comparison.out).group(0),
+            "comparison": re.search(r"sha256:[0-9a-f]{64}", comparison.out).group(0), "compare": comparison,
             "children": RUN_ID.findall(diag.out.split("Child runs:")[1])}
 
 
@@ -223,6 +223,10 @@ def test_every_page_renders_links_through_and_shows_the_run_s_numbers(browser, e
         assert {r[0] for r in cells(diagnosis, "diagnosed")} == set(failing)
         comparison = visit(browser, f"{viewer.url}/objects/{example['comparison']}", "compare")
         assert "Candidate" in comparison.page_source and cells(comparison, "decisions")
+        printed = {line.split(":")[0]: line.split(": ", 1)[1].split(" · ")[0]
+                   for line in example["compare"].out.splitlines() if " points [" in line}
+        shown = {row[0]: f"{row[1]} {row[2]}" for row in cells(comparison, "differences")}
+        assert shown == printed and len(shown) == 5
     finally:
         assert viewer.stop() == 0
 

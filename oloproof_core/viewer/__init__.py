@@ -93,7 +93,7 @@ class Pages:
     def runs(self, query: dict, links: Any) -> str:
         view = views.runs_view(self.store, query.get("system"), query.get("state"), query.get("gate"))
         objects = []
-        for kind in ("comparison", "diagnosis", "validation"):
+        for kind in ("comparison", "diagnosis", "judge_validation"):
             for object_id, record in self.store.list_objects(kind):
                 about = (f"{record.get('candidate')} against {record.get('baseline')}" if kind == "comparison"
                          else record.get("run") or record.get("criterion") or "")
