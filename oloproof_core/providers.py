@@ -299,6 +299,9 @@ class LLMJudge:
                                       what=f"evaluator {self.type_name!r}")
         self.identity = {"prompt_version": self.prompt_version, "provider": options.provider, "model": options.model,
                          "prompt_sha256": digest([self.system, self.template.template])}
+        served = getattr(self.provider, "identity", None)  # what the options cannot show (a replies file)
+        if served:
+            self.identity["provider_identity"] = dict(served)
 
     def load_prompt(self, version: str) -> tuple[str, Any]:
         """The system text and the user template of a prompt version shipped with the judge."""
