@@ -15,6 +15,7 @@ from .identity import canonical, digest
 from .gate import Policy, load_policy
 from .model import Case, Evaluator, Slice, StageCache, System, SystemContext
 from .plugins import Plugins
+from .fingerprint import reach_fingerprint
 from .recording import source_fingerprint
 
 SYSTEM_KEYS = ("name", "version", "cache")
@@ -80,6 +81,22 @@ def unstructure(options: Any) -> Any:
     return CONVERTER.unstructure(options) if options is not None else None
 
 
+def evaluator_code(cls: type) -> list[str]:
+    """An evaluator's code: its module's source, and what its class can reach from the folder its
+    package lives in (a helper module of a plugin being developed, not only a released version)."""
+    import os
+
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None)
+    if filename is None:
+        return [source_fingerprint(cls)]
+    top = sys.modules.get(cls.__module__.split(".")[0])
+    package_file = getattr(top, "__file__", None) or filename
+    root = os.path.dirname(os.path.dirname(package_file)) if package_file.endswith("__init__.py") else (
+        os.path.dirname(package_file))
+    return [source_fingerprint(cls), digest(reach_fingerprint([cls], [root], cls=cls))]
+
+
 def load_skeleton(config_path: Path) -> tuple[Document, Skeleton]:
     doc = Document.load(config_path)
     if not isinstance(doc.data, dict):
@@ -136,7 +153,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         metrics[criterion] = metric_entry.factory()
         # the evaluator's own code is part of its identity, so editing a plugin misses the cache
         identity = {"type": name, "options": unstructure(options),
-                    "plugin": [entry.distribution, entry.version], "code": source_fingerprint(type(evaluator))}
+                    "plugin": [entry.distribution, entry.version], "code": evaluator_code(type(evaluator))}
         extra = getattr(evaluator, "identity", None)  # e.g. a judge's prompt version, provider and model
         if extra:
             identity["extra"] = dict(extra)

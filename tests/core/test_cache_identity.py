@@ -341,3 +341,43 @@ def test_diagnose_names_what_changed_and_uses_the_config_the_run_was_made_with(t
     changed = project.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "hit_rate_at_1")
     assert changed.code == 2, changed
     assert "generator.py changed" in changed.err and "oloproof run --config main.yaml" in changed.err, changed.err
+
+
+# -- an evaluator's helper module -------------------------------------------------------------
+
+EVALUATOR = '''
+from oloproof import Judgment
+
+from wordy.helpers import words
+
+
+class Wordy:
+    criterion, metric = "wordy", "proportion"
+
+    def evaluate(self, case, execution):
+        return Judgment.of(len(words(str(execution.output))) > 2)
+'''
+
+
+def evaluator_code(root) -> list:
+    import subprocess
+    import sys
+
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); from wordy import Wordy; "
+              "from oloproof_core.suite import evaluator_code; print(json.dumps(evaluator_code(Wordy)))")
+    out = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_an_evaluator_s_identity_covers_the_helper_modules_of_its_package(tmp_path):
+    package = tmp_path / "wordy"
+    package.mkdir()
+    (package / "__init__.py").write_text(EVALUATOR, encoding="utf-8")
+    (package / "helpers.py").write_text("def words(text):\n    return text.split()\n", encoding="utf-8")
+    (package / "unrelated.py").write_text("X = 1\n", encoding="utf-8")
+    first = evaluator_code(tmp_path)
+    (package / "unrelated.py").write_text("X = 2\n", encoding="utf-8")
+    assert evaluator_code(tmp_path) == first  # a module the evaluator does not reach
+    (package / "helpers.py").write_text("def words(text):\n    return text.split(' ')\n", encoding="utf-8")
+    changed = evaluator_code(tmp_path)
+    assert changed[0] == first[0] and changed[1] != first[1]
