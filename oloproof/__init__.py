@@ -5,6 +5,7 @@ only, never from ``oloproof_core``.
 """
 
 from oloproof_core import display, stats
+from oloproof_core.api import run
 from oloproof_core.errors import ArtifactError, CaseMissing, ConfigError, EvaluationError, OloproofError, PluginError
 from oloproof_core.hookspecs import hookimpl
 from oloproof_core.model import (
@@ -113,6 +114,7 @@ __all__ = [
     "retrieval_data",
     "retrieval_from_data",
     "retry_after",
+    "run",
     "unit_key",
     "source_fingerprint",
     "stats",

@@ -381,3 +381,38 @@ def test_an_evaluator_s_identity_covers_the_helper_modules_of_its_package(tmp_pa
     (package / "helpers.py").write_text("def words(text):\n    return text.split(' ')\n", encoding="utf-8")
     changed = evaluator_code(tmp_path)
     assert changed[0] == first[0] and changed[1] != first[1]
+
+
+def test_a_suite_runs_from_python_with_the_cli_s_records(tmp_path, monkeypatch):
+    import sys
+
+    import oloproof
+
+    project = Project(tmp_path)
+    project.write("api_demo_app.py", "from oloproof import system\n\n\n@system(name='qa', version='1')\n"
+                                     "def run(input):\n    return {'answer': input['q']}\n")
+    project.write("oloproof.yaml", "system:\n  callable: api_demo_app:run\n" + CONTAINS)
+    project.cases([case(i) for i in range(4)])
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the project's directory is not left importable
+    monkeypatch.delitem(sys.modules, "api_demo_app", raising=False)
+    outcome = oloproof.run(tmp_path / "oloproof.yaml")
+    assert outcome.state == "UNGATED/COMPLETE" and int(outcome.exit_code) == 0
+    summary = outcome.summaries["answer_correct"]
+    assert (summary.value, summary.observed, summary.cells[0]) == (1.0, 4, "100.0%")
+    assert outcome.caches["execution"] == [0, 4]
+    assert project.runs() == [outcome.run_id]  # stored like any run
+    shown = project.run("inspect", outcome.run_id)
+    assert shown.code == 0 and "answer_correct: 100.0%" in shown.out, shown
+
+
+def test_blank_templates_run_as_they_are(tmp_path):
+    from conftest import olo
+
+    for template in ("callable", "rag"):
+        made = olo("init", "--template", template, template, cwd=tmp_path)
+        assert made.code == 0 and f"blank {template} template" in made.out, made
+        ran = olo("run", cwd=tmp_path / template)
+        assert ran.code == 3 and "Gate: BLOCK (exit 3)" in ran.out, ran  # placeholders fail the floor
+    assert (tmp_path / "callable" / "cases.jsonl").is_file()
+    both = olo("init", "--template", "http", "--example", "basic", "x", cwd=tmp_path)
+    assert both.code == 2 and "either --example NAME or --template" in both.err
