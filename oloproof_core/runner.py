@@ -204,6 +204,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     header["state"] = state
     header["slices"] = [s.name for s in suite.slices]
     header["min_slice_support"] = suite.min_slice_support
+    header["relevance_unit"] = suite.relevance_unit  # what every position of this run counts
     header["confidence_level"] = confidence
     summary = {
         "state": state, "gate": verdict, "exit_code": int(exit_code), "caches": caches,
