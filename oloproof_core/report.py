@@ -50,7 +50,8 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     for name in outcome.empty_slices:
         out += ["", f"Slice {name}: no case has a value for it (check the field name)"]
     if outcome.slices:
-        out += ["", f"Slices (exploratory, never gate; no interval below {min_slice_support} observed)"]
+        unit = "; positions count chunks" if outcome.header.get("relevance_unit") == "chunk" else ""
+        out += ["", f"Slices (exploratory, never gate; no interval below {min_slice_support} observed{unit})"]
         rows = []
         for slice_name, group, criterion, s in outcome.slices:
             interval = s.cells[1] if s.observed >= min_slice_support else "—"
