@@ -197,8 +197,13 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         if judges:
             decisions = require_validated_judges(decisions, judges, store, suite.policy.judge_validation)
         verdict, exit_code = gate(decisions, suite.policy.block_on)
+    measured = any(j.observed for r in results for j in r.judgments.values())
     if interrupted:
         state, exit_code = "UNDECIDED/INTERRUPTED", ExitCode.INTERRUPTED
+    elif not measured:  # every case missing (a dead service, say): nothing to decide on, never a PASS
+        state = "UNMEASURED/COMPLETE"
+        if suite.policy is not None:
+            verdict, exit_code = "BLOCK", ExitCode.BLOCKED
     else:
         state = ("DECIDED" if suite.policy is not None else "UNGATED") + "/COMPLETE"
     header["state"] = state

@@ -134,6 +134,12 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
             identity["extra"] = dict(extra)
         evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path)))
 
+    for spec in evaluators:  # a case the evaluator cannot read stops here, before anything runs
+        exclude = getattr(spec.evaluator, "exclude", None)
+        if exclude is not None:
+            for case in cases:
+                exclude(case)
+
     slices = []
     for i, spec in enumerate(skeleton.slices):
         head, _, argument = spec.partition(".")
