@@ -68,7 +68,7 @@ def summary_lines(record: dict) -> list[str]:
                 f"{confirms['label']} cases also recovered")
         lacking = confirms.get("lacking") or {}
         if lacking:
-            line += "; " + "; ".join(f"{k} not recovered: relevant evidence {evidence_words(state)} in the replay"
+            line += "; " + "; ".join(f"{k} not recovered: relevant evidence {evidence_words(state)} {_where(record)}"
                                      for state, k in lacking.items())
         lines.append(line)
     gold = record.get("gold")
@@ -98,6 +98,11 @@ def diagnosis_lines(object_id: str, record: dict, available: Collection[str] = (
     return lines
 
 
+def _where(record: dict) -> str:
+    """Where a re-execution left the evidence: ``in the replay``, or ``under query-rewrite``."""
+    return "in the replay" if record.get("control_label") == "replay control" else f"under {record['label']}"
+
+
 def position_words(record: dict, position: object) -> str:
     """``best relevant position 2``; under chunk units ``best relevant chunk position 2``."""
     unit = record.get("relevance_unit", "doc")
@@ -115,7 +120,7 @@ def inspect_lines(record: dict) -> list[str]:
             if c.get("control_passed"):
                 line += f", passed in {record['control_label']}"
             elif not c["recovered"] and out_of_context(c.get("replay_evidence")):
-                line += f", relevant evidence {evidence_words(c['replay_evidence'])} in the replay"
+                line += f", relevant evidence {evidence_words(c['replay_evidence'])} {_where(record)}"
         lines.append(line)
     lines += [f"{e['id']}: not diagnosed, {e['reason']}" for e in sorted(record["excluded"], key=lambda e: e["id"])]
     observed = [c for c in record["cases"] if c.get("evidence")]
