@@ -244,7 +244,9 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
                     " N" if key in ("top_k", "token_budget") else "")
             raise ConfigError(exc.problem, where=flag, fix=fix) from None
     object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion).run(made)
-    _echo(diagnosis_lines(object_id, record, project.plugins.interventions.names()))
+    interventions = project.plugins.interventions
+    _echo(diagnosis_lines(object_id, record, {name: getattr(interventions.get(name).factory, "confirms", None)
+                                               for name in interventions.names()}))
 
 
 @cli.command()

@@ -7,7 +7,7 @@ becomes a claim about why they failed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Mapping
 
 from .diagnose import ORDER, out_of_context
 from .relevance import evidence_words
@@ -82,19 +82,29 @@ def summary_lines(record: dict) -> list[str]:
     return lines
 
 
-def diagnosis_lines(object_id: str, record: dict, available: Collection[str] = ()) -> list[str]:
-    """Everything ``oloproof diagnose`` prints: the summary, the ids, and for each candidate
-    experiment that an installed intervention (``available``) tests, the command that tests it."""
+def diagnosis_lines(object_id: str, record: dict, available: Mapping[str, str | None] | None = None) -> list[str]:
+    """Everything ``oloproof diagnose`` prints: the summary, the ids, and the command that tests
+    each candidate experiment of an implicated label, for the installed interventions
+    (``available``: name -> the label it confirms)."""
     lines = summary_lines(record)
     lines.append(f"Diagnosis {object_id}")
     if record["children"]:
         lines.append("Child runs: " + ", ".join(f"{role} {run}" for role, run in record["children"]))
     lines.append(f"Cases: oloproof inspect {object_id}")
-    if record["labels_by_recovery"] and record["supported"]:
-        for _, experiment, name, option in implicated(record["cases"]):
-            if name and name in available:
-                lines.append(f"To test {experiment}: oloproof diagnose {record['run']} --intervention {name} "
-                             f"{option} --criterion {record['criterion']}")
+    if not (record["labels_by_recovery"] and record["supported"]):
+        return lines
+    available = available or {}
+    command = f"oloproof diagnose {record['run']} --intervention {{}} {{}} --criterion {record['criterion']}"
+    named = set()
+    for label, experiment, name, option in implicated(record["cases"]):
+        if name and name in available:
+            named.add(name)
+            lines.append(f"To test {experiment}: " + command.format(name, option))
+    for label in dict.fromkeys(label for label, *_ in implicated(record["cases"])):
+        for name, confirms in sorted(available.items()):
+            if confirms == label and name not in named:  # a plugin's intervention for this label
+                lines.append(f"To test the {label} cases under {name}: "
+                             + command.format(name, "[--option KEY=VALUE ...]"))
     return lines
 
 

@@ -54,6 +54,9 @@ def render() -> str:
     out += ["`system` holds `name`, `version` and exactly one kind below; a kind that takes one main",
             "option accepts it as a plain string (`callable: app:run`).", ""]
     out += ["`policy` is a file name relative to the project, or the policy inline (below).", ""]
+    out += ["`relevance_unit` is `doc` or `chunk`: the one unit the retrieval evaluators, the "
+            "`relevant_position` slice and diagnose count relevance in; unset, it is the unit the evaluators "
+            "name, else `doc` (retrieval-metrics.md).", ""]
     for kind, title in (("systems", "System kinds, under `system:`"),
                         ("evaluators", "Evaluators, in `evaluators:` beside `type:`"),
                         ("stores", "Stores, in `store:` beside `type:`"),
