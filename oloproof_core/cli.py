@@ -245,8 +245,9 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
             raise ConfigError(exc.problem, where=flag, fix=fix) from None
     object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion).run(made)
     interventions = project.plugins.interventions
-    _echo(diagnosis_lines(object_id, record, {name: getattr(interventions.get(name).factory, "confirms", None)
-                                               for name in interventions.names()}))
+    declared = {name: {key: getattr(interventions.get(name).factory, key, None) for key in ("tests", "confirms", "usage")}
+                for name in interventions.names()}
+    _echo(diagnosis_lines(object_id, record, declared))
 
 
 @cli.command()

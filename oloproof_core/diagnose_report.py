@@ -25,16 +25,11 @@ UNRESOLVED_WHY = {  # in the order the summary lists them
     "no_relevance_labels": "recovered, but without relevance labels no stage can be implicated",
     "no_gold_context_diagnosis": "no gold-context diagnosis of this run labels it yet",
 }
-# label -> (implicated factor, candidate experiments as (text, the intervention that tests it, its
-# option)); the order breaks no tie, all are listed
-FACTORS = {
-    "CONTEXT_ASSEMBLY_LOSS": ("context budget", (("a larger token budget", "token-budget", "--token-budget N"),
-                                                 ("smaller chunks", None, None))),
-    "RANKED_OUT": ("ranking below top-k", (("a larger top-k", "top-k", "--top-k N"),
-                                           ("a reranker", "reranker", "--reranker MODULE:FUNCTION"))),
-    "RETRIEVAL_MISS": ("retrieval", (("query expansion or rewriting", None, None),
-                                     ("a different retriever or index", None, None))),
-    "GENERATION_FAILURE": ("generation", (("a prompt or model change", None, None),)),
+FACTORS = {  # label -> (implicated factor, candidate experiments); the order breaks no tie, all are listed
+    "CONTEXT_ASSEMBLY_LOSS": ("context budget", ("a larger token budget", "smaller chunks")),
+    "RANKED_OUT": ("ranking below top-k", ("a larger top-k", "a reranker")),
+    "RETRIEVAL_MISS": ("retrieval", ("query expansion or rewriting", "a different retriever or index")),
+    "GENERATION_FAILURE": ("generation", ("a prompt or model change",)),
 }
 NO_GOLD_FIX = ("declare the passages that would have answered the case in its `expected.gold_context`, as a "
                "list of `{doc_id, text}` objects; an intervention needs them to tell a retrieval failure from a "
@@ -82,10 +77,11 @@ def summary_lines(record: dict) -> list[str]:
     return lines
 
 
-def diagnosis_lines(object_id: str, record: dict, available: Mapping[str, str | None] | None = None) -> list[str]:
-    """Everything ``oloproof diagnose`` prints: the summary, the ids, and the command that tests
-    each candidate experiment of an implicated label, for the installed interventions
-    (``available``: name -> the label it confirms)."""
+def diagnosis_lines(object_id: str, record: dict, available: Mapping[str, Mapping] | None = None) -> list[str]:
+    """Everything ``oloproof diagnose`` prints: the summary, the ids, and for the implicated labels
+    the command of each installed intervention that tests them. ``available`` maps an
+    intervention's name to what it declares: ``tests`` (the candidate experiment it tests),
+    ``confirms`` (the label) and ``usage`` (its options on the command line)."""
     lines = summary_lines(record)
     lines.append(f"Diagnosis {object_id}")
     if record["children"]:
@@ -94,17 +90,21 @@ def diagnosis_lines(object_id: str, record: dict, available: Mapping[str, str | 
     if not (record["labels_by_recovery"] and record["supported"]):
         return lines
     available = available or {}
-    command = f"oloproof diagnose {record['run']} --intervention {{}} {{}} --criterion {record['criterion']}"
+
+    def command(name: str) -> str:
+        usage = available[name].get("usage") or "[--option KEY=VALUE ...]"
+        return f"oloproof diagnose {record['run']} --intervention {name} {usage} --criterion {record['criterion']}"
+
     named = set()
-    for label, experiment, name, option in implicated(record["cases"]):
-        if name and name in available:
-            named.add(name)
-            lines.append(f"To test {experiment}: " + command.format(name, option))
-    for label in dict.fromkeys(label for label, *_ in implicated(record["cases"])):
-        for name, confirms in sorted(available.items()):
-            if confirms == label and name not in named:  # a plugin's intervention for this label
-                lines.append(f"To test the {label} cases under {name}: "
-                             + command.format(name, "[--option KEY=VALUE ...]"))
+    for label, experiment in implicated(record["cases"]):
+        for name in sorted(available):
+            if available[name].get("tests") == experiment:
+                named.add(name)
+                lines.append(f"To test {experiment}: {command(name)}")
+    for label in dict.fromkeys(label for label, _ in implicated(record["cases"])):
+        for name in sorted(available):
+            if available[name].get("confirms") == label and name not in named:
+                lines.append(f"To test the {label} cases under {name}: {command(name)}")
     return lines
 
 
@@ -173,15 +173,14 @@ def co_occurring(cases: list[dict]) -> int:
     return sum(1 for c in cases if c["label"] == "GENERATION_FAILURE" and out_of_context(c.get("evidence")))
 
 
-def implicated(cases: list[dict]) -> list[tuple[str, str, str | None, str | None]]:
-    """(label, candidate experiment, the intervention that tests it, its option) for each
-    implicated label, in :data:`FACTORS` order."""
+def implicated(cases: list[dict]) -> list[tuple[str, str]]:
+    """(label, candidate experiment) for each implicated label, in :data:`FACTORS` order."""
     counts = _supported(cases)
     top = max(counts.values())
     if not top:
         return []
-    return [(label, text, name, option) for label, (_, experiments) in FACTORS.items() if counts[label] == top
-            for text, name, option in experiments]
+    return [(label, text) for label, (_, experiments) in FACTORS.items() if counts[label] == top
+            for text in experiments]
 
 
 def _supported(cases: list[dict]) -> dict[str, int]:
@@ -218,5 +217,5 @@ def implication_lines(cases: list[dict]) -> list[str]:
         else:
             line = f"Implicated: {factor}, in {top} of the {recovered} recovered failures."
         lines.append(line)
-        lines += [f"Candidate experiment: {text}. {HYPOTHESIS}" for text, _, _ in experiments]
+        lines += [f"Candidate experiment: {text}. {HYPOTHESIS}" for text in experiments]
     return lines

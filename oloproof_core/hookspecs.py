@@ -73,6 +73,10 @@ def oloproof_register_interventions(registry: Any) -> None:
           <label>: x of y <LABEL> cases also recovered``, followed by where the re-execution left
           the relevant evidence of those that did not recover (``dropped for token_budget in the
           replay``), read from the artifacts it recorded;
+        - ``tests`` and ``usage`` (optional, on the class): the candidate experiment it tests
+          (``"a larger token budget"``) and its options on the command line
+          (``"--token-budget N"``); a gold-context diagnosis that suggests that experiment, or
+          implicates the label it ``confirms``, ends with the command that runs it;
         - ``apply(system, case, record, recorder)`` and ``control(system, case, record, recorder)``:
           re-execute one case under the intervention, and unchanged; ``record`` is the parent
           run's record of the case, ``recorder`` takes the artifacts. A staged system offers

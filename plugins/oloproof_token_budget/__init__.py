@@ -26,6 +26,8 @@ class TokenBudget:
     labels_by_recovery = False  # carries the labels of the run's gold-context diagnosis forward
     confirms = "CONTEXT_ASSEMBLY_LOSS"  # the label whose cases a larger budget should recover
     control_label = "replay control"
+    tests = "a larger token budget"  # the candidate experiment it tests, named after a diagnosis that suggests it
+    usage = "--token-budget N"  # its options, in the command a diagnosis prints
 
     def __init__(self, options: Options):
         self.token_budget = options.token_budget
