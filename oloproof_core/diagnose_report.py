@@ -96,7 +96,7 @@ def diagnosis_lines(object_id: str, record: dict, available: Mapping[str, Mappin
         return f"oloproof diagnose {record['run']} --intervention {name} {usage} --criterion {record['criterion']}"
 
     named = set()
-    for label, experiment in implicated(record["cases"]):
+    for _, experiment in implicated(record["cases"]):
         for name in sorted(available):
             if available[name].get("tests") == experiment:
                 named.add(name)
