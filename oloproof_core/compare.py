@@ -233,10 +233,6 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     only_c, only_b = [i for i in cand if i not in base], [i for i in base if i not in cand]
     if only_c or only_b:
         body.append(f"Unpaired: {len(only_c)} only in {candidate_id}, {len(only_b)} only in {baseline_id}")
-    units = (cand_header.get("relevance_unit", "doc"), base_header.get("relevance_unit", "doc"))
-    if units[0] != units[1]:  # the slice groups are the candidate's, placed in its unit
-        body.append(f"Relevance units differ: {units[0]} in {candidate_id}, {units[1]} in {baseline_id}; "
-                    f"slices group cases by {units[0]}")
     unshared = [f"{c} only in {run}" for run, header, other in ((candidate_id, cand_header, base_header),
                                                                  (baseline_id, base_header, cand_header))
                 for c in header["evaluators"] if c not in other["evaluators"]]
