@@ -288,3 +288,13 @@ def test_a_suite_that_mixes_units_is_a_located_config_error(tmp_path):
     assert err.startswith("error: oloproof.yaml:9:") and "$.evaluators[1].relevance_unit" in err, err
     assert "relevance_unit chunk here, but doc at oloproof.yaml:6:1" in err and "fix: " in err, err
     assert project.runs() == []
+
+
+def test_the_unit_an_evaluator_names_is_the_suites_when_the_top_level_names_none(tmp_path):
+    project = make(tmp_path, "")
+    project.write("oloproof.yaml", CONFIG.format(unit="").replace(
+        "{type: hit_rate, k: 3}", "{type: hit_rate, k: 3, relevance_unit: chunk}"))
+    result = project.run("run")
+    assert result.code == 0, result
+    assert "Slices (exploratory, never gate; no interval below 1 observed; positions count chunks)" in result.out
+    assert "5 / 11 observed · 0 missing · 0 excluded" in result.out  # hit_rate_at_3 by chunk, as above
