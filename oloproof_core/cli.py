@@ -117,6 +117,11 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: 
     store = Project(config).store
     if run_or_object_id.startswith("sha256:"):
         object_id, kind, record = store.get_object(run_or_object_id)
+        if kind == "diagnosis" and "selected" in record:
+            from .diagnose_report import inspect_lines
+
+            _echo(inspect_lines(record))
+            return
         _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
         return
     run_id = store.resolve_run(run_or_object_id)
@@ -211,17 +216,20 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
 @cli.command()
 @click.argument("run_id")
 @click.option("--intervention", required=True, metavar="NAME",
-              help="gold-context, top-k, reranker, or one a plugin adds.")
+              help="gold-context, top-k, reranker, token-budget, or one a plugin adds.")
 @click.option("--criterion", required=True, metavar="NAME", help="Diagnose the cases that failed this criterion.")
 @click.option("--top-k", "top_k", type=int, default=None, help="top-k: the wider cut-off to replay with.")
+@click.option("--token-budget", "token_budget", type=int, default=None,
+              help="token-budget: the larger budget to replay with.")
 @click.option("--reranker", default=None, metavar="MODULE:FUNCTION", help="reranker: (input, candidates) -> candidates.")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE", help="An option of a plugin's intervention.")
 @config_option
-def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, reranker: str | None,
-             extra: tuple[str, ...], config: str | None) -> None:
+def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, token_budget: int | None,
+             reranker: str | None, extra: tuple[str, ...], config: str | None) -> None:
     """Re-execute RUN_ID's failed cases under an intervention, beside a control, and label them."""
     from .config import structure
     from .diagnose import Diagnosis
+    from .diagnose_report import diagnosis_lines
     from .suite import load_suite
 
     project = Project(config)
@@ -233,7 +241,8 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
     doc, skeleton = project.skeleton()
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, store)
     entry = project.plugins.interventions.get(intervention)
-    options = {k: v for k, v in (("top_k", top_k), ("reranker", reranker)) if v is not None}
+    options = {k: v for k, v in (("top_k", top_k), ("token_budget", token_budget), ("reranker", reranker))
+               if v is not None}
     for item in extra:
         key, sep, value = item.partition("=")
         if not sep:
@@ -241,7 +250,7 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
         from ruamel.yaml import YAML
 
         options[key] = YAML(typ="safe").load(value)
-    flags = {"top_k": "--top-k", "reranker": "--reranker"}
+    flags = {"top_k": "--top-k", "token_budget": "--token-budget", "reranker": "--reranker"}
     if entry.options is None:
         if options:
             name = sorted(options)[0]
@@ -257,9 +266,14 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
             fix = exc.fix
             if exc.problem.startswith("missing required key"):
                 key = exc.problem.split("'")[1]
-                fix = f"pass {flags.get(key, '--option ' + key + '=VALUE')}" + (" N" if key == "top_k" else "")
+                fix = f"pass {flags.get(key, '--option ' + key + '=VALUE')}" + (
+                    " N" if key in ("top_k", "token_budget") else "")
             raise ConfigError(exc.problem, where=flag, fix=fix) from None
-    _echo(Diagnosis(suite, project.plugins, store, run_id, criterion).run(made))
+    object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion).run(made)
+    interventions = project.plugins.interventions
+    declared = {name: {key: getattr(interventions.get(name).factory, key, None) for key in ("tests", "confirms", "usage")}
+                for name in interventions.names()}
+    _echo(diagnosis_lines(object_id, record, declared))
 
 
 @cli.command()

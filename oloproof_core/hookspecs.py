@@ -58,7 +58,7 @@ def oloproof_register_interventions(registry: Any) -> None:
     """Add interventions that ``oloproof diagnose --intervention NAME`` applies to failed cases.
 
     :param registry: call ``registry.add(name, factory, options=Options)``. The command line's
-        ``--top-k``, ``--reranker`` and ``--option KEY=VALUE`` structure into ``Options``, and
+        ``--top-k``, ``--token-budget``, ``--reranker`` and ``--option KEY=VALUE`` structure into ``Options``, and
         ``factory(options)`` returns an intervention with:
 
         - ``label`` (``"top-k 4"``), ``control_label`` (``"control"`` or ``"replay control"``);
@@ -69,11 +69,21 @@ def oloproof_register_interventions(registry: Any) -> None:
         - ``check(system)``: raise ConfigError for options that cannot apply (exit 2); it runs
           before any case is re-executed;
         - ``confirms`` (optional): the label its recoveries confirm (``RANKED_OUT`` for top-k
-          and reranker), printed as ``Confirmed under <label>: x of y <LABEL> cases also recovered``;
+          and reranker, ``CONTEXT_ASSEMBLY_LOSS`` for token-budget), printed as ``Confirmed under
+          <label>: x of y <LABEL> cases also recovered``, followed by where the re-execution left
+          the relevant evidence of those that did not recover (``dropped for token_budget in the
+          replay``), read from the artifacts it recorded;
+        - ``tests`` and ``usage`` (optional, on the class): the candidate experiment it tests
+          (``"a larger token budget"``) and its options on the command line
+          (``"--token-budget N"``); a gold-context diagnosis that suggests that experiment, or
+          implicates the label it ``confirms``, ends with the command that runs it;
         - ``apply(system, case, record, recorder)`` and ``control(system, case, record, recorder)``:
           re-execute one case under the intervention, and unchanged; ``record`` is the parent
           run's record of the case, ``recorder`` takes the artifacts. A staged system offers
-          ``generate_with``, ``rerun`` and ``replay`` for this.
+          ``generate_with(case, context, recorder)``, ``rerun(case, recorder)`` and
+          ``replay(case, record, recorder, top_k=None, rerank=None, token_budget=None)`` (the
+          recorded retrieval, reordered by ``rerank(input, candidates)``, assembled with that
+          top_k and budget, the system's own where None) for this.
 
     .. versionadded:: 0.1
     """
@@ -87,6 +97,9 @@ def oloproof_register_slices(registry: Any) -> None:
         calls ``factory(argument)`` (``metadata.topic`` -> ``factory("topic")``); a bare ``name``
         calls ``factory(None)``. The result is a :class:`~oloproof_core.model.Slice`; its
         optional ``check(system)`` raises ConfigError when the slice cannot apply to that system.
+        A ``check`` that takes a ``relevance_unit`` parameter is also given the suite's unit
+        (``doc`` or ``chunk``), so a slice that places relevant passages (``observe(case,
+        execution, relevance_unit, top_k)``) counts them as the retrieval evaluators do.
 
     .. versionadded:: 0.1
     """

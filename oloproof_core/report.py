@@ -29,6 +29,9 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     """The documented layout of ``oloproof run``."""
     out = [f"Run {outcome.run_id} [{outcome.state}]"]
     confidence = outcome.header.get("confidence_level", 0.95)
+    if outcome.state.startswith("UNMEASURED"):
+        out.append("Nothing was measured: no case has an observed judgment (see Missing: below), so no rule "
+                   "can pass")
     if outcome.gate is not None:
         out.append(f"Gate: {outcome.gate} (exit {int(outcome.exit_code)})")
         out += table(["rule", "metric", "verdict", "reason"],
@@ -47,10 +50,12 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         more = f"; {len(missing) - 3} more reasons" if len(missing) > 3 else ""
         out += ["", f"Missing: {sum(missing.values())} of {len(outcome.results)} cases produced no output: "
                     f"{reasons}{more}"]
+    out += missing_judgment_lines(outcome)
     for name in outcome.empty_slices:
         out += ["", f"Slice {name}: no case has a value for it (check the field name)"]
     if outcome.slices:
-        out += ["", f"Slices (exploratory, never gate; no interval below {min_slice_support} observed)"]
+        unit = "; positions count chunks" if outcome.header.get("relevance_unit") == "chunk" else ""
+        out += ["", f"Slices (exploratory, never gate; no interval below {min_slice_support} observed{unit})"]
         rows = []
         for slice_name, group, criterion, s in outcome.slices:
             interval = s.cells[1] if s.observed >= min_slice_support else "—"
@@ -66,6 +71,22 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out.append("Stages: " + "; ".join(f"{name} {hit} hit/{miss} miss"
                                           for name, (hit, miss) in outcome.caches["stages"].items()))
     return out
+
+
+def missing_judgment_lines(outcome: Any) -> list[str]:
+    """``Missing: hit_rate_at_2 has no judgment for 2 of 13 cases that ran: no_retrieval_recorded (2)``,
+    one line a criterion: judgments missing on cases that produced an output."""
+    ran = [r for r in outcome.results if r.execution is not None and r.execution.missing is None]
+    lines = []
+    for criterion in outcome.summaries:
+        reasons = Counter(r.judgments[criterion].reason or "unknown" for r in ran
+                          if r.judgments[criterion].status == "missing")
+        if reasons:
+            shown = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common(3))
+            more = f"; {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
+            lines += ["", f"Missing: {criterion} has no judgment for {sum(reasons.values())} of {len(ran)} cases "
+                          f"that ran: {shown}{more}"]
+    return lines
 
 
 def cache_line(caches: dict) -> str:
@@ -114,18 +135,41 @@ def is_failure(record: dict) -> bool:
     return "missing" in record or any(j["status"] in ("fail", "missing") for j in record["judgments"].values())
 
 
+def failure_kind(record: dict) -> str:
+    """``failed`` (a judgment failed), ``errored`` (no output: an error, a timeout, an interrupt)
+    or ``not judged`` (an output, and a judgment missing)."""
+    if "missing" in record:
+        return "errored"
+    if any(j["status"] == "fail" for j in record["judgments"].values()):
+        return "failed"
+    return "not judged"
+
+
+KINDS = {"failed": "Failed: a judgment failed",
+         "errored": "Errored or did not finish: no output to judge",
+         "not judged": "Not judged: an output, but a judgment is missing"}
+
+
 def render_failures(records: list[dict]) -> list[str]:
     failed = [r for r in records if is_failure(r)]
-    out = [f"{len(failed)} of {len(records)} cases failed, errored or did not finish"]
-    for r in failed:
-        out += ["", r["id"]]
-        if "missing" in r:
-            out.append(f"  missing: {r['missing']}")
-        else:
-            out.append(f"  output: {short_json(r['output'])}")
-        for name, j in r["judgments"].items():
-            if j["status"] in ("fail", "missing"):
-                out.append(f"  {name}: {judgment_word(j)}")
+    groups = {kind: [r for r in failed if failure_kind(r) == kind] for kind in KINDS}
+    head = f"{len(failed)} of {len(records)} cases failed, errored or did not finish"
+    separate = bool(groups["errored"] or groups["not judged"])
+    if separate:  # only failures: the documented listing; otherwise one section a kind
+        head += ": " + ", ".join(f"{len(rs)} {kind}" for kind, rs in groups.items() if rs)
+    out = [head]
+    for kind, rs in groups.items():
+        if separate and rs:
+            out += ["", f"{KINDS[kind]} ({len(rs)})"]
+        for r in rs:
+            out += ["", r["id"]]
+            if "missing" in r:
+                out.append(f"  missing: {r['missing']}")
+            else:
+                out.append(f"  output: {short_json(r['output'])}")
+            for name, j in r["judgments"].items():
+                if j["status"] in ("fail", "missing"):
+                    out.append(f"  {name}: {judgment_word(j)}")
     return out
 
 

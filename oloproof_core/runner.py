@@ -197,13 +197,19 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         if judges:
             decisions = require_validated_judges(decisions, judges, store, suite.policy.judge_validation)
         verdict, exit_code = gate(decisions, suite.policy.block_on)
+    measured = any(j.observed for r in results for j in r.judgments.values())
     if interrupted:
         state, exit_code = "UNDECIDED/INTERRUPTED", ExitCode.INTERRUPTED
+    elif not measured:  # every case missing (a dead service, say): nothing to decide on, never a PASS
+        state = "UNMEASURED/COMPLETE"
+        if suite.policy is not None:
+            verdict, exit_code = "BLOCK", ExitCode.BLOCKED
     else:
         state = ("DECIDED" if suite.policy is not None else "UNGATED") + "/COMPLETE"
     header["state"] = state
     header["slices"] = [s.name for s in suite.slices]
     header["min_slice_support"] = suite.min_slice_support
+    header["relevance_unit"] = suite.relevance_unit  # what every position of this run counts
     header["confidence_level"] = confidence
     summary = {
         "state": state, "gate": verdict, "exit_code": int(exit_code), "caches": caches,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
 
-from attrs import field, frozen
+from attrs import field, frozen, has
+from attrs import fields as attrs_fields
 
 from .config import CONVERTER, Document, load_cases, structure, yaml_path
 from .errors import ConfigError
@@ -17,6 +19,7 @@ from .model import Case, Evaluator, Slice, StageCache, System, SystemContext
 from .plugins import Plugins
 from .fingerprint import reach_fingerprint
 from .recording import source_fingerprint
+from .relevance import UNITS, one_of
 
 SYSTEM_KEYS = ("name", "version", "cache")
 EXECUTIONS = ("auto", "reuse", "refresh")  # system.cache: when cached executions are reused
@@ -31,6 +34,8 @@ class Skeleton:
     evaluators: list[dict] = field(factory=list)
     slices: list[str] = field(factory=list)
     min_slice_support: int = 10
+    # doc or chunk; None: the one the evaluators name, else doc
+    relevance_unit: str | None = field(default=None, validator=lambda i, a, v: v is None or one_of(UNITS)(i, a, v))
     policy: Any = None
     concurrency: int = 8
     store: dict = field(factory=lambda: {"type": "local"})
@@ -60,6 +65,7 @@ class Suite:
     min_slice_support: int
     policy: Policy | None
     concurrency: int
+    relevance_unit: str = "doc"
     store_type: str
     store_options: Any
     # auto: reuse cached executions of a system whose code is fingerprinted, re-contact an opaque
@@ -129,6 +135,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                                 use_cache and executions != "refresh")
     cases = tuple(load_cases(project_dir / skeleton.cases))
 
+    unit = relevance_unit(doc, skeleton)
     evaluators, metrics = [], {}
     for i, raw in enumerate(skeleton.evaluators):
         path = ("evaluators", i)
@@ -138,6 +145,8 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         data = dict(raw)
         name = data.pop("type")
         entry = plugins.evaluators.get(name, where=doc.where(path + ("type",)))
+        if "relevance_unit" not in data and _takes_unit(entry.options):
+            data["relevance_unit"] = unit  # the suite's one unit, for every evaluator that counts units
         options = _options(doc, entry, data, path, f"evaluator {name!r} from {entry.distribution}")
         evaluator = entry.factory(options)
         criterion = evaluator.criterion
@@ -159,6 +168,12 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
             identity["extra"] = dict(extra)
         evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path)))
 
+    for spec in evaluators:  # a case the evaluator cannot read stops here, before anything runs
+        exclude = getattr(spec.evaluator, "exclude", None)
+        if exclude is not None:
+            for case in cases:
+                exclude(case)
+
     slices = []
     for i, spec in enumerate(skeleton.slices):
         head, _, argument = spec.partition(".")
@@ -167,7 +182,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
             slice_ = entry.factory(argument or None)
             check = getattr(slice_, "check", None)
             if check is not None:
-                check(system)
+                check(system, **({"relevance_unit": unit} if _accepts(check, "relevance_unit") else {}))
         except ConfigError as exc:
             raise ConfigError(exc.problem, where=exc.where or doc.where(("slices", i)), fix=exc.fix) from None
         slices.append(slice_)
@@ -188,7 +203,41 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                  cases=cases, evaluators=tuple(evaluators), metrics=metrics, slices=tuple(slices),
                  min_slice_support=skeleton.min_slice_support, policy=policy,
                  concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
-                 executions=executions)
+                 executions=executions, relevance_unit=unit)
+
+
+def _takes_unit(options: Any) -> bool:
+    return options is not None and has(options) and any(f.name == "relevance_unit" for f in attrs_fields(options))
+
+
+def _accepts(function: Any, name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
+def relevance_unit(doc: Document, skeleton: Skeleton) -> str:
+    """The suite's one relevance unit: ``relevance_unit:`` at the top level, else the one every
+    evaluator that names a unit agrees on, else ``doc``. Two units in one suite are an error,
+    located at the evaluator that departs from the first one named."""
+    named = [(("relevance_unit",), skeleton.relevance_unit)] if skeleton.relevance_unit is not None else []
+    named += [(("evaluators", i, "relevance_unit"), raw["relevance_unit"])
+              for i, raw in enumerate(skeleton.evaluators)
+              if isinstance(raw, dict) and raw.get("relevance_unit") in UNITS]
+    if not named:
+        return "doc"
+    first_at, unit = named[0]
+    for at, other in named[1:]:
+        if other != unit:
+            raise ConfigError(f"relevance_unit {other} here, but {unit} at {doc.where(first_at).split(': ')[0]}; "
+                              "a suite counts relevance in one unit (its evaluators, the relevant_position slice "
+                              "and diagnose)",
+                              where=doc.where(at),
+                              fix=f"set `relevance_unit: {unit}` (or {other}) once at the top of the suite and "
+                                  "remove it from the evaluators")
+    return unit
 
 
 def _load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path,

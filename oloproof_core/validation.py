@@ -268,6 +268,12 @@ def validate_judge(suite: Any, plugins: Any, store: Any, criterion: str, labels_
         else:
             (missing if judgment.status == "missing" else excluded)[judgment.reason or "unknown"] += 1
     table = Table(pp=cells["pp"], pf=cells["pf"], fp=cells["fp"], ff=cells["ff"])
+    if table.n == 0:  # nothing to compare: no validation is stored, so none can let a rule gate
+        reasons = ", ".join(f"{reason} {count}" for reason, count in sorted((missing + excluded).items()))
+        raise ConfigError(f"none of the {len(labels)} labelled cases has a pass/fail judgment of {criterion!r} to "
+                          f"compare with its label ({reasons})",
+                          fix="label cases the judge can judge: cases of the run with an output, or give the output "
+                              "in the label line")
     confidence = suite.policy.confidence_level if suite.policy is not None else 0.95
     kappa = cohen_kappa(table)
     interval = kappa_interval(table, confidence)

@@ -273,7 +273,8 @@ def paired_differences(candidate: list[dict], baseline: list[dict], policy: dict
 def object_view(store: Any, records: Records, object_id: str) -> dict:
     """A stored comparison, diagnosis or judge validation, with what its page links to."""
     object_id, kind, record = store.get_object(object_id)
-    view: dict = {"id": object_id, "kind": kind, "record": record, "lines": record.get("lines", [])}
+    view: dict = {"id": object_id, "kind": kind, "record": record,
+                  "printed": [*record.get("summary", []), *record.get("lines", [])]}
     if kind == "comparison":
         candidate, baseline = record.get("candidate"), record.get("baseline")
         view["candidate"], view["baseline"] = candidate, baseline
@@ -290,6 +291,10 @@ def object_view(store: Any, records: Records, object_id: str) -> dict:
         view["changed"] = changed
         view["differences"] = paired_differences(records(candidate), records(baseline), record.get("policy") or {})
     elif kind == "diagnosis":
+        if "selected" in record:  # a diagnosis record: printed by the diagnosis renderer, as inspect does
+            from .diagnose_report import inspect_lines, summary_lines
+
+            view["printed"] = [*summary_lines(record), *inspect_lines(record)]
         labels: dict[str, int] = {}
         for entry in record.get("cases", []):
             labels[entry.get("label")] = labels.get(entry.get("label"), 0) + 1

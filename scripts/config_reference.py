@@ -57,6 +57,9 @@ def render() -> str:
             "fingerprinted Python system and re-executes an opaque one such as `http` on every run",
             "([caching.md](caching.md)).", ""]
     out += ["`policy` is a file name relative to the project, or the policy inline (below).", ""]
+    out += ["`relevance_unit` is `doc` or `chunk`: the one unit the retrieval evaluators, the "
+            "`relevant_position` slice and diagnose count relevance in; unset, it is the unit the evaluators "
+            "name, else `doc` (retrieval-metrics.md).", ""]
     for kind, title in (("systems", "System kinds, under `system:`"),
                         ("evaluators", "Evaluators, in `evaluators:` beside `type:`"),
                         ("stores", "Stores, in `store:` beside `type:`"),

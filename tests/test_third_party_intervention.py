@@ -51,6 +51,9 @@ def demo(venv: Venv, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, st
     lines = gold.stdout.splitlines()
     assert "RETRIEVAL_MISS: 2 of 3, recovered; no relevant evidence was retrieved" in lines
     assert "GENERATION_FAILURE: 1 of 3, still failed with the gold context" in lines
+    # an installed plugin's intervention that confirms the implicated label is named, with its command
+    assert (f"To test the RETRIEVAL_MISS cases under query-rewrite: oloproof diagnose {run_id} --intervention "
+            "query-rewrite [--option KEY=VALUE ...] --criterion answer_correct") in lines
     diagnosis = re.search(rf"^Diagnosis ({SHA})$", gold.stdout, re.M).group(1)
     return target, run_id, diagnosis
 
@@ -93,6 +96,10 @@ def test_diagnose_with_the_installed_intervention_and_its_option(venv: Venv, dem
         "position none, recovered under query rewrite: yes",
         "seat_count: GENERATION_FAILURE, fails_with_gold_context, strength intervention_non_recovery, best "
         "relevant position 1, recovered under query rewrite: no",
+        "Evidence in the run (relevance_unit doc: positions count documents):",
+        "  money_back: not retrieved",
+        "  receipts: not retrieved",
+        "  seat_count: in context, position 1",
     ]
     runs = venv.oloproof("runs", cwd=project).stdout
     assert all(run in runs for run in re.findall(RUN, lines[8]))

@@ -155,9 +155,11 @@ class RagSystem:
         return count
 
     def assemble(self, retrieval: Retrieval, top_k: int | None = None,
-                 candidates: tuple[Passage, ...] | None = None) -> Context:
-        """Keep the first top_k candidates in order, each while it fits the budget; never reorder."""
+                 candidates: tuple[Passage, ...] | None = None, token_budget: int | None = None) -> Context:
+        """Keep the first top_k candidates in order, each while it fits the budget; never reorder.
+        ``top_k`` and ``token_budget`` replace the system's own (a replay's)."""
         top_k = self.top_k if top_k is None else top_k
+        budget = self.token_budget if token_budget is None else token_budget
         items, dropped, used = [], [], 0
         for position, passage in enumerate(candidates if candidates is not None else retrieval.candidates, 1):
             if position > top_k:
@@ -165,14 +167,14 @@ class RagSystem:
                                            chunk_id=passage.chunk_id))
                 continue
             tokens = self.tokens(passage)
-            if self.token_budget is not None and used + tokens > self.token_budget:
+            if budget is not None and used + tokens > budget:
                 dropped.append(DroppedItem(doc_id=passage.doc_id, position=position, reason="token_budget",
                                            chunk_id=passage.chunk_id))
                 continue
             used += tokens or 0
             items.append(ContextItem(doc_id=passage.doc_id, position=position, tokens=tokens, text=passage.text,
                                      chunk_id=passage.chunk_id))
-        return Context(items=tuple(items), dropped=tuple(dropped), token_budget=self.token_budget)
+        return Context(items=tuple(items), dropped=tuple(dropped), token_budget=budget)
 
     def generate(self, case: Any, context: Context, use_cache: bool = True) -> Any:
         # the dropped list and the budget stay out of the key, so generate is not given them
@@ -218,9 +220,10 @@ class RagSystem:
         return output
 
     def replay(self, case: Any, record: dict, recorder: Any, top_k: int | None = None,
-               rerank: Any = None) -> Any:
+               rerank: Any = None, token_budget: int | None = None) -> Any:
         """Replay the run's recorded retrieval, never calling retrieve: reorder the candidates
-        with ``rerank(input, candidates)`` if given, assemble with ``top_k``, generate afresh."""
+        with ``rerank(input, candidates)`` if given, assemble with ``top_k`` and ``token_budget``
+        (the system's own when None), generate afresh."""
         recorded = (record.get("artifacts") or {}).get("retrieval/v1")
         if not recorded:
             raise ArtifactError(f"case {case.id!r} has no recorded retrieval/v1 to replay")
@@ -231,7 +234,7 @@ class RagSystem:
             for i, passage in enumerate(candidates):
                 if not isinstance(passage, Passage):
                     raise ArtifactError(f"the reranker returned {passage!r} at {i}, not a Passage")
-        context = self.assemble(retrieval, top_k=top_k, candidates=candidates)
+        context = self.assemble(retrieval, top_k=top_k, candidates=candidates, token_budget=token_budget)
         output = self.generate(case, context, use_cache=False)
         self.record(recorder, retrieval if candidates is None else Retrieval(
             query=retrieval.query, depth=retrieval.depth, candidates=candidates), context, output)

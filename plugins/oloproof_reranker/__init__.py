@@ -25,6 +25,8 @@ class Reranker:
     labels_by_recovery = False  # carries the labels of the run's gold-context diagnosis forward
     confirms = "RANKED_OUT"  # the label whose cases a better order should recover
     control_label = "replay control"
+    tests = "a reranker"  # the candidate experiment it tests, named after a diagnosis that suggests it
+    usage = "--reranker MODULE:FUNCTION"  # its options, in the command a diagnosis prints
 
     def __init__(self, options: Options):
         self.target = options.reranker

@@ -24,6 +24,8 @@ class TopK:
     labels_by_recovery = False  # carries the labels of the run's gold-context diagnosis forward
     confirms = "RANKED_OUT"  # the label whose cases a wider cut-off should recover
     control_label = "replay control"
+    tests = "a larger top-k"  # the candidate experiment it tests, named after a diagnosis that suggests it
+    usage = "--top-k N"  # its options, in the command a diagnosis prints
 
     def __init__(self, options: Options):
         self.top_k = options.top_k

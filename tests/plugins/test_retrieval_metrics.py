@@ -175,10 +175,16 @@ def test_chunk_units_count_each_chunk():
     assert chunk_k2["recall"] == 0.5 and chunk_k2["mrr"] == 0.5
 
 
-def test_chunk_unit_needs_chunk_ids_on_labels():
-    case = make_case([{"doc_id": "a"}])
-    with pytest.raises(ConfigError, match="no chunk_id"):
-        HitRate(HitRateOptions(k=1, relevance_unit="chunk")).exclude(case)
+def test_chunk_unit_falls_back_to_doc_for_labels_without_a_chunk_id():
+    # a labels its whole document, b one chunk: a's chunks all stand for a, counted once, at the first
+    case = make_case([{"doc_id": "a"}, {"doc_id": "b", "chunk_id": "1"}])
+    execution = make_execution([("x", "1"), ("a", "3"), ("a", "1"), ("b", "2"), ("b", "1")])
+    got = values(case, execution, k=3, unit="chunk")  # deduplicated ranking: x#1, a, b#2, b#1
+    assert got["hit_rate"] == 1.0 and got["mrr"] == 0.5 and got["recall"] == 0.5
+    full = values(case, execution, k=4, unit="chunk")
+    assert full["recall"] == 1.0
+    assert full["ndcg"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3)), abs=1e-12)
+    assert HitRate(HitRateOptions(k=1, relevance_unit="chunk")).exclude(make_case([{"doc_id": "a"}])) is None
 
 
 def test_duplicates_count_once_at_their_first_position():
