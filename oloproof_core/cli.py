@@ -67,6 +67,44 @@ class Project:
 
 config_option = click.option("--config", "config", metavar="FILE", default=None,
                              help="The suite's config file (default: oloproof.yaml in this directory).")
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                             show_default=True, help="json: print one JSON document, for scripts.")
+
+
+def output_options(command):
+    """``--junit``, ``--junit-cases``, ``--json`` and ``--markdown``: the files a CI reads."""
+    for option in reversed((
+        click.option("--junit", "junit", metavar="FILE", default=None,
+                     help="Also write JUnit XML: one test case a policy rule."),
+        click.option("--junit-cases", is_flag=True, help="With --junit: also one test case a case x criterion."),
+        click.option("--json", "json_file", metavar="FILE", default=None,
+                     help="Also write the results as a versioned JSON document (docs/gates-in-ci.md)."),
+        click.option("--markdown", metavar="FILE", default=None,
+                     help="Also write a Markdown summary for a pull-request comment "
+                          "(appended to $GITHUB_STEP_SUMMARY whenever that is set)."),
+    )):
+        command = option(command)
+    return command
+
+
+def _outputs(view: dict, records, junit: str | None, junit_cases: bool, json_file: str | None,
+             markdown: str | None) -> None:
+    from .outputs import write_outputs
+
+    try:
+        write_outputs(view, junit=junit, json_file=json_file, markdown=markdown,
+                      records=records() if junit_cases else None)
+    except OSError as exc:
+        raise OloproofError(f"cannot write {exc.filename}: {exc.strerror}",
+                            fix="choose a file in a directory you can write to") from None
+
+
+def _want_outputs(junit: str | None, junit_cases: bool, json_file: str | None, markdown: str | None) -> bool:
+    import os
+
+    if junit_cases and not junit:
+        raise click.UsageError("--junit-cases adds to the --junit file; pass --junit FILE too")
+    return bool(junit or json_file or markdown or os.environ.get("GITHUB_STEP_SUMMARY"))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -82,17 +120,26 @@ def cli() -> None:
 @config_option
 @click.option("--no-cache", is_flag=True,
               help="Execute and judge every case afresh, stages included (the results are still cached).")
-def run(config: str | None, no_cache: bool) -> None:
+@output_options
+def run(config: str | None, no_cache: bool, junit: str | None, junit_cases: bool, json_file: str | None,
+        markdown: str | None) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
     from .suite import load_suite
 
+    wanted = _want_outputs(junit, junit_cases, json_file, markdown)
     project = Project(config)
     doc, skeleton = project.skeleton()
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache)
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
     _echo(render_run(outcome, suite.min_slice_support))
+    if wanted:  # from the stored run: the files say what `inspect` and `export` say
+        from .outputs.view import run_view
+
+        header, summary = project.store.get_run(outcome.run_id)
+        records = list(project.store.run_cases(outcome.run_id))
+        _outputs(run_view(header, summary, records), lambda: records, junit, junit_cases, json_file, markdown)
     sys.exit(int(outcome.exit_code))
 
 
@@ -100,15 +147,19 @@ def run(config: str | None, no_cache: bool) -> None:
 @click.argument("run_or_object_id")
 @click.option("--failures", is_flag=True, help="List the cases that failed, errored or did not finish.")
 @click.option("--case", "case_id", metavar="ID", help="Show one case: input, expected, output, judgments.")
+@format_option
 @config_option
-def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: str | None) -> None:
+def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str, config: str | None) -> None:
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
-    from .report import render_case, render_failures
+    from .report import is_failure, render_case, render_failures
 
     store = Project(config).store
     if run_or_object_id.startswith("sha256:"):
         object_id, kind, record = store.get_object(run_or_object_id)
-        _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
+        if fmt == "json":
+            click.echo(json.dumps({"id": object_id, "kind": kind, "record": record}, indent=2, ensure_ascii=False))
+        else:
+            _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
         return
     run_id = store.resolve_run(run_or_object_id)
     header, summary = store.get_run(run_id)
@@ -118,7 +169,18 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: 
         if not found:
             raise OloproofError(f"run {run_id} has no case {case_id!r}",
                                 fix="list its failing cases with --failures")
-        _echo(render_case(found[0]))
+        if fmt == "json":
+            click.echo(json.dumps(found[0], indent=2, ensure_ascii=False))
+        else:
+            _echo(render_case(found[0]))
+    elif fmt == "json":
+        from .outputs import to_json
+        from .outputs.view import run_view
+
+        view = run_view(header, summary, records)
+        if failures:
+            view = {"run": view["run"], "failures": [r for r in records if is_failure(r)]}
+        click.echo(to_json(view), nl=False)
     elif failures:
         _echo(render_failures(records))
     else:
@@ -168,21 +230,32 @@ def export(run_id: str, config: str | None) -> None:
 @click.option("--slices", "show_slices", is_flag=True, help="List the exploratory slice differences.")
 @click.option("--allow-different-evaluators", is_flag=True,
               help="Compare even if a criterion's evaluator config differs; its rules need manual review.")
+@format_option
+@output_options
 @config_option
 def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
-            allow_different_evaluators: bool, config: str | None) -> None:
+            allow_different_evaluators: bool, fmt: str, junit: str | None, junit_cases: bool,
+            json_file: str | None, markdown: str | None, config: str | None) -> None:
     """Compare CANDIDATE with BASELINE case by case and decide the comparison policy."""
     from .compare import compare_runs, load_compare_policy
+    from .outputs.text import render_comparison
 
+    wanted = _want_outputs(junit, junit_cases, json_file, markdown)
     project = Project(config)
     store = project.store
     candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)
     policy = load_compare_policy(Path(policy_file))
-    lines, code, object_id, record = compare_runs(store, project.plugins, candidate, baseline, policy,
-                                                  show_slices, allow_different_evaluators)
-    store.put_object("comparison", object_id, record)
-    _echo(lines)
-    sys.exit(int(code))
+    view, record = compare_runs(store, project.plugins, candidate, baseline, policy, allow_different_evaluators)
+    store.put_object("comparison", view["id"], record)
+    if fmt == "json":
+        from .outputs import to_json
+
+        click.echo(to_json(view), nl=False)
+    else:
+        _echo(render_comparison(view, show_slices))
+    if wanted:  # --junit-cases: the candidate's cases
+        _outputs(view, lambda: list(store.run_cases(candidate)), junit, junit_cases, json_file, markdown)
+    sys.exit(view["exit_code"])
 
 
 @cli.command()
@@ -237,8 +310,9 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
 
 
 @cli.command()
+@format_option
 @config_option
-def runs(config: str | None) -> None:
+def runs(fmt: str, config: str | None) -> None:
     """List the runs stored in this project (``latest`` names the newest one in any command).
 
     The config column is a short hash of the system's identity (its settings and code), so two
@@ -247,6 +321,11 @@ def runs(config: str | None) -> None:
     from .report import table
 
     headers = Project(config).store.list_runs()
+    if fmt == "json":
+        from .outputs.view import run_ref
+
+        click.echo(json.dumps([run_ref(h) for h in headers], indent=2, ensure_ascii=False))
+        return
     if not headers:
         click.echo("No runs yet; start one with `oloproof run`.")
         return
