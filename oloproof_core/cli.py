@@ -216,9 +216,15 @@ def export(run_id: str, config: str | None) -> None:
                 line["missing"] = record["missing"]
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
             count += 1
+    umask = os.umask(0)  # read it (only by setting it), then put it back at once
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it 0600; every bundle file gets the umask's mode
     os.replace(tmp, folder / "cases.jsonl")
-    (folder / "run.json").write_text(json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True)
-                                     + "\n", encoding="utf-8")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".run-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True) + "\n")
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, folder / "run.json")
     click.echo(f"Exported {count} cases of {run_id} to {folder.relative_to(project.dir)}/cases.jsonl")
 
 
