@@ -68,7 +68,7 @@ class Project:
 config_option = click.option("--config", "config", metavar="FILE", default=None,
                              help="The suite's config file (default: oloproof.yaml in this directory).")
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-                             show_default=True, help="json: print one JSON document, for scripts.")
+                             help="text (the default), or json: one JSON document, for scripts.")
 
 
 def output_options(command):
