@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from .errors import ConfigError, ExitCode, OloproofError
+from .outputs.options import output_options, outputs_wanted
 
 
 def _echo(lines) -> None:
@@ -71,42 +72,6 @@ format_option = click.option("--format", "fmt", type=click.Choice(["text", "json
                              help="text (the default), or json: one JSON document, for scripts.")
 
 
-def output_options(command):
-    """``--junit``, ``--junit-cases``, ``--json`` and ``--markdown``: the files a CI reads."""
-    for option in reversed((
-        click.option("--junit", "junit", metavar="FILE", default=None,
-                     help="Also write JUnit XML: one test case a policy rule."),
-        click.option("--junit-cases", is_flag=True, help="With --junit: also one test case a case x criterion."),
-        click.option("--json", "json_file", metavar="FILE", default=None,
-                     help="Also write the results as a versioned JSON document (docs/gates-in-ci.md)."),
-        click.option("--markdown", metavar="FILE", default=None,
-                     help="Also write a Markdown summary for a pull-request comment "
-                          "(appended to $GITHUB_STEP_SUMMARY whenever that is set)."),
-    )):
-        command = option(command)
-    return command
-
-
-def _outputs(view: dict, records, junit: str | None, junit_cases: bool, json_file: str | None,
-             markdown: str | None) -> None:
-    from .outputs import write_outputs
-
-    try:
-        write_outputs(view, junit=junit, json_file=json_file, markdown=markdown,
-                      records=records() if junit_cases else None)
-    except OSError as exc:
-        raise OloproofError(f"cannot write {exc.filename}: {exc.strerror}",
-                            fix="choose a file in a directory you can write to") from None
-
-
-def _want_outputs(junit: str | None, junit_cases: bool, json_file: str | None, markdown: str | None) -> bool:
-    import os
-
-    if junit_cases and not junit:
-        raise click.UsageError("--junit-cases adds to the --junit file; pass --junit FILE too")
-    return bool(junit or json_file or markdown or os.environ.get("GITHUB_STEP_SUMMARY"))
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="oloproof")
 def cli() -> None:
@@ -128,18 +93,20 @@ def run(config: str | None, no_cache: bool, junit: str | None, junit_cases: bool
     from .runner import run_suite
     from .suite import load_suite
 
-    wanted = _want_outputs(junit, junit_cases, json_file, markdown)
+    wanted = outputs_wanted(junit, junit_cases, json_file, markdown)
     project = Project(config)
     doc, skeleton = project.skeleton()
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache)
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
     _echo(render_run(outcome, suite.min_slice_support))
     if wanted:  # from the stored run: the files say what `inspect` and `export` say
+        from .outputs import write_outputs
         from .outputs.view import run_view
 
         header, summary = project.store.get_run(outcome.run_id)
         records = list(project.store.run_cases(outcome.run_id))
-        _outputs(run_view(header, summary, records), lambda: records, junit, junit_cases, json_file, markdown)
+        write_outputs(run_view(header, summary, records), junit=junit, json_file=json_file, markdown=markdown,
+                      records=records if junit_cases else None)
     sys.exit(int(outcome.exit_code))
 
 
@@ -246,7 +213,7 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
     from .compare import compare_runs, load_compare_policy
     from .outputs.text import render_comparison
 
-    wanted = _want_outputs(junit, junit_cases, json_file, markdown)
+    wanted = outputs_wanted(junit, junit_cases, json_file, markdown)
     project = Project(config)
     store = project.store
     candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)
@@ -260,7 +227,10 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
     else:
         _echo(render_comparison(view, show_slices))
     if wanted:  # --junit-cases: the candidate's cases
-        _outputs(view, lambda: list(store.run_cases(candidate)), junit, junit_cases, json_file, markdown)
+        from .outputs import write_outputs
+
+        write_outputs(view, junit=junit, json_file=json_file, markdown=markdown,
+                      records=list(store.run_cases(candidate)) if junit_cases else None)
     sys.exit(view["exit_code"])
 
 

@@ -38,19 +38,25 @@ def write_outputs(view: Mapping[str, Any], *, junit: str | None = None, json_fil
 
     :param records: a run's case records, for a JUnit test case a case x criterion (``--junit-cases``).
     """
-    if junit:
-        from .junit import render_junit
+    from ..errors import OloproofError
 
-        _write(junit, render_junit(view, records))
-    if json_file:
-        _write(json_file, to_json(view))
-    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-    if markdown or summary_file:
-        from .markdown import render_markdown
+    try:
+        if junit:
+            from .junit import render_junit
 
-        text = render_markdown(view)
-        if markdown:
-            _write(markdown, text)
-        if summary_file:
-            with open(summary_file, "a", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            _write(junit, render_junit(view, records))
+        if json_file:
+            _write(json_file, to_json(view))
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if markdown or summary_file:
+            from .markdown import render_markdown
+
+            text = render_markdown(view)
+            if markdown:
+                _write(markdown, text)
+            if summary_file:
+                with open(summary_file, "a", encoding="utf-8") as handle:
+                    handle.write(text + "\n")
+    except OSError as exc:
+        raise OloproofError(f"cannot write {exc.filename}: {exc.strerror}",
+                            fix="choose a file in a directory you can write to") from None
