@@ -157,6 +157,8 @@ def test_compare_writes_valid_outputs_with_the_cases_that_changed_verdict(projec
     assert result.out == plain.out  # the flags add files, not lines
     junit, document, markdown = check(project.root, 3)
     assert states(junit, "oloproof.compare") == {"not-worse (answer_correct)": "failure", "floor (answer_correct)": "passed"}
+    cases = states(junit, "oloproof.cases")  # --junit-cases: the candidate's cases
+    assert len(cases) == 12 and cases["c003 · answer_correct"] == "failure" and cases["c002 · answer_correct"] == "passed"
     message = junit.find("testsuite/testcase[@name='not-worse (answer_correct)']/failure").get("message")
     assert "non-inferiority, margin 5.0 points" in message and "answer_correct -16.7 points [" in message
     assert "12 paired · 0 missing · 0 excluded" in message
