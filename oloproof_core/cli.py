@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from .errors import ConfigError, ExitCode, OloproofError
+from .outputs.options import output_options, outputs_wanted
 
 
 def _echo(lines) -> None:
@@ -67,6 +68,8 @@ class Project:
 
 config_option = click.option("--config", "config", metavar="FILE", default=None,
                              help="The suite's config file (default: oloproof.yaml in this directory).")
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                             help="text (the default), or json: one JSON document, for scripts.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -87,7 +90,9 @@ def cli() -> None:
                    "judgments of unchanged outputs still come from the cache.")
 @click.option("--reuse-executions", is_flag=True,
               help="Reuse cached executions even of an opaque system such as http (as system.cache: reuse).")
-def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool) -> None:
+@output_options
+def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, junit: str | None,
+        junit_cases: bool, json_file: str | None, markdown: str | None) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
@@ -95,6 +100,7 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
 
     if refresh and reuse_executions:
         raise click.UsageError("--refresh and --reuse-executions contradict each other; give one")
+    wanted = outputs_wanted(junit, junit_cases, json_file, markdown)
     project = Project(config)
     doc, skeleton = project.skeleton()
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
@@ -102,6 +108,14 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
                        executions=executions)
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
     _echo(render_run(outcome, suite.min_slice_support))
+    if wanted:  # from the stored run: the files say what `inspect` and `export` say
+        from .outputs import write_outputs
+        from .outputs.view import run_view
+
+        header, summary = project.store.get_run(outcome.run_id)
+        records = list(project.store.run_cases(outcome.run_id))
+        write_outputs(run_view(header, summary, records), junit=junit, json_file=json_file, markdown=markdown,
+                      records=records if junit_cases else None)
     sys.exit(int(outcome.exit_code))
 
 
@@ -109,20 +123,23 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
 @click.argument("run_or_object_id")
 @click.option("--failures", is_flag=True, help="List the cases that failed, errored or did not finish.")
 @click.option("--case", "case_id", metavar="ID", help="Show one case: input, expected, output, judgments.")
+@format_option
 @config_option
-def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: str | None) -> None:
+def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str, config: str | None) -> None:
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
-    from .report import render_case, render_failures
+    from .report import is_failure, render_case, render_failures
 
     store = Project(config).store
     if run_or_object_id.startswith("sha256:"):
         object_id, kind, record = store.get_object(run_or_object_id)
-        if kind == "diagnosis" and "selected" in record:
+        if fmt == "json":
+            click.echo(json.dumps({"id": object_id, "kind": kind, "record": record}, indent=2, ensure_ascii=False))
+        elif kind == "diagnosis" and "selected" in record:
             from .diagnose_report import inspect_lines
 
             _echo(inspect_lines(record))
-            return
-        _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
+        else:
+            _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
         return
     run_id = store.resolve_run(run_or_object_id)
     header, summary = store.get_run(run_id)
@@ -132,7 +149,18 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: 
         if not found:
             raise OloproofError(f"run {run_id} has no case {case_id!r}",
                                 fix="list its failing cases with --failures")
-        _echo(render_case(found[0]))
+        if fmt == "json":
+            click.echo(json.dumps(found[0], indent=2, ensure_ascii=False))
+        else:
+            _echo(render_case(found[0]))
+    elif fmt == "json":
+        from .outputs import to_json
+        from .outputs.view import run_view
+
+        view = run_view(header, summary, records)
+        if failures:
+            view = {"run": view["run"], "failures": [r for r in records if is_failure(r)]}
+        click.echo(to_json(view), nl=False)
     elif failures:
         _echo(render_failures(records))
     else:
@@ -182,9 +210,15 @@ def export(run_id: str, html_file: str | None, config: str | None) -> None:
                 line["missing"] = record["missing"]
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
             count += 1
+    umask = os.umask(0)  # read it (only by setting it), then put it back at once
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it 0600; every bundle file gets the umask's mode
     os.replace(tmp, folder / "cases.jsonl")
-    (folder / "run.json").write_text(json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True)
-                                     + "\n", encoding="utf-8")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".run-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True) + "\n")
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, folder / "run.json")
     click.echo(f"Exported {count} cases of {run_id} to {folder.relative_to(project.dir)}/cases.jsonl")
 
 
@@ -196,21 +230,35 @@ def export(run_id: str, html_file: str | None, config: str | None) -> None:
 @click.option("--slices", "show_slices", is_flag=True, help="List the exploratory slice differences.")
 @click.option("--allow-different-evaluators", is_flag=True,
               help="Compare even if a criterion's evaluator config differs; its rules need manual review.")
+@format_option
+@output_options
 @config_option
 def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
-            allow_different_evaluators: bool, config: str | None) -> None:
+            allow_different_evaluators: bool, fmt: str, junit: str | None, junit_cases: bool,
+            json_file: str | None, markdown: str | None, config: str | None) -> None:
     """Compare CANDIDATE with BASELINE case by case and decide the comparison policy."""
     from .compare import compare_runs, load_compare_policy
+    from .outputs.text import render_comparison
 
+    wanted = outputs_wanted(junit, junit_cases, json_file, markdown)
     project = Project(config)
     store = project.store
     candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)
     policy = load_compare_policy(Path(policy_file))
-    lines, code, object_id, record = compare_runs(store, project.plugins, candidate, baseline, policy,
-                                                  show_slices, allow_different_evaluators)
-    store.put_object("comparison", object_id, record)
-    _echo(lines)
-    sys.exit(int(code))
+    view, record = compare_runs(store, project.plugins, candidate, baseline, policy, allow_different_evaluators)
+    store.put_object("comparison", view["id"], record)
+    if fmt == "json":
+        from .outputs import to_json
+
+        click.echo(to_json(view), nl=False)
+    else:
+        _echo(render_comparison(view, show_slices))
+    if wanted:  # --junit-cases: the candidate's cases
+        from .outputs import write_outputs
+
+        write_outputs(view, junit=junit, json_file=json_file, markdown=markdown,
+                      records=list(store.run_cases(candidate)) if junit_cases else None)
+    sys.exit(view["exit_code"])
 
 
 @cli.command()
@@ -302,8 +350,9 @@ def _umask() -> int:
 
 
 @cli.command()
+@format_option
 @config_option
-def runs(config: str | None) -> None:
+def runs(fmt: str, config: str | None) -> None:
     """List the runs stored in this project (``latest`` names the newest one in any command).
 
     The config column is a short hash of the system's identity (its settings and code), so two
@@ -312,6 +361,11 @@ def runs(config: str | None) -> None:
     from .report import table
 
     headers = Project(config).store.list_runs()
+    if fmt == "json":
+        from .outputs.view import run_ref
+
+        click.echo(json.dumps([run_ref(h) for h in headers], indent=2, ensure_ascii=False))
+        return
     if not headers:
         click.echo("No runs yet; start one with `oloproof run`.")
         return

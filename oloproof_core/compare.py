@@ -17,7 +17,7 @@ from attrs import frozen
 from . import stats
 from .config import Document
 from .display import points_cells
-from .errors import ConfigError, ExitCode
+from .errors import ConfigError
 from .gate import Policy, Rule, decide_rule, gate, load_policy, policy_data
 from .identity import digest
 from .model import Judgment
@@ -88,19 +88,23 @@ def pair(criterion: str, candidate: dict[str, dict], baseline: dict[str, dict], 
     return Paired(criterion=criterion, candidate=cand, baseline=base, missing=missing, excluded=excluded)
 
 
-def metric_line(p: Paired, confidence: float, interval: bool = True) -> list[str]:
-    """``answer_correct: +6.7 points [-26.5, +40.8] · 15 paired · 0 missing · 0 excluded`` and the reasons."""
-    head = f"{p.criterion}: "
+def paired_data(p: Paired, confidence: float, interval: bool = True) -> dict:
+    """One criterion's paired difference as data (the comparison view's ``metrics`` entry).
+
+    :param interval: False leaves the interval out (a slice with too few pairs for one).
+    """
+    entry: dict = {"name": p.criterion, "paired": p.n, "difference": None, "low": None, "high": None,
+                   "missing": p.n_missing, "excluded": sum(p.excluded.values()), "display": None}
     if p.n:
         diff, low, high = p.interval(confidence)
         value, bounds = points_cells(diff, low, high)
-        head += f"{value} {bounds}" if interval else value
-    else:
-        head += "no paired observations"
-    lines = [f"{head} · {p.n} paired · {p.n_missing} missing · {sum(p.excluded.values())} excluded"]
-    lines += [f"  excluded {n}: {reason}" for reason, n in sorted(p.excluded.items())]
-    lines += [f"  missing {n}: {reason} ({where})" for (reason, where), n in sorted(p.missing.items())]
-    return lines
+        entry.update(difference=diff, display={"difference": value, "interval": bounds if interval else None})
+        if interval:
+            entry.update(low=low, high=high)
+    entry["excluded_reasons"] = [{"reason": reason, "pairs": n} for reason, n in sorted(p.excluded.items())]
+    entry["missing_reasons"] = [{"reason": reason, "run": where, "pairs": n}
+                                for (reason, where), n in sorted(p.missing.items())]
+    return entry
 
 
 @frozen(kw_only=True)
@@ -204,11 +208,16 @@ def load_compare_policy(path: Path) -> Policy:
 
 
 def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, policy: Policy,
-                 show_slices: bool, allow_different: bool) -> tuple[list[str], ExitCode, str, dict]:
-    """The printed comparison, its exit code, and its content id and record.
+                 allow_different: bool) -> tuple[dict, dict]:
+    """The comparison as data (the ``oloproof.comparison`` view, see outputs/view.py) and the
+    record stored under its content id.
 
-    The id does not depend on ``show_slices``: the stored record always lists the slice lines.
+    The id does not depend on how the comparison is shown: the stored record always lists the
+    slice lines.
     """
+    from .outputs.text import comparison_body, comparison_header
+    from .outputs.view import COMPARISON_FORMAT, VERSION, changed_cases, outcome_of, run_ref
+
     cand_header, _ = store.get_run(candidate_id)
     base_header, _ = store.get_run(baseline_id)
     cand = {r["id"]: r for r in store.run_cases(candidate_id)}
@@ -229,24 +238,7 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
             raise ConfigError(f"rule {rule.id!r} names metric {rule.metric!r}, which the two runs do not share",
                               where=policy.where.get(rule.id), fix=f"use one of: {', '.join(criteria)}")
     confidence = policy.confidence_level
-    body: list[str] = []
-    only_c, only_b = [i for i in cand if i not in base], [i for i in base if i not in cand]
-    if only_c or only_b:
-        body.append(f"Unpaired: {len(only_c)} only in {candidate_id}, {len(only_b)} only in {baseline_id}")
-    unshared = [f"{c} only in {run}" for run, header, other in ((candidate_id, cand_header, base_header),
-                                                                 (baseline_id, base_header, cand_header))
-                for c in header["evaluators"] if c not in other["evaluators"]]
-    if unshared:
-        body.append(f"Not compared: {'; '.join(unshared)}")
     paired = {c: pair(c, cand, base, ids) for c in criteria}
-    for c in criteria:
-        changed_note = ["  evaluator config differs between the runs"] if c in changed else []
-        body += metric_line(paired[c], confidence) + changed_note
-
-    slice_lines = _slice_lines(cand_header, cand, base, ids, criteria, confidence)
-    listed = ["Exploratory slice differences (never gate)", *slice_lines]
-    counted = [f"{len(slice_lines)} exploratory slice differences not shown; add --slices to list them"]
-
     metrics = {c: plugins.metrics.get(cand_header.get("metrics", {}).get(c, "proportion")).factory()
                for c in criteria}
     decisions = []
@@ -255,28 +247,41 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
                      if rule.metric in r["judgments"]]
         decisions.append(decide(rule, paired[rule.metric], confidence, metrics[rule.metric],
                                 rule.metric in changed, judgments))
-    tail = ["Decisions"]
-    for d in decisions:
-        tail.append(f"  {d.rule.id}  {d.rule.metric}  {describe(d.rule)}  {d.verdict}  {d.reason}")
-        if d.planning:
-            tail.append(f"    {d.planning}")
     verdict, code = gate([_GateView(d.verdict) for d in decisions], policy.block_on)
-    tail.append(f"Gate: {verdict} (exit {int(code)})")
 
-    full = body + listed + tail
+    view = {
+        "format": COMPARISON_FORMAT, "version": VERSION, "id": None,
+        "candidate": run_ref(cand_header), "baseline": run_ref(base_header),
+        "confidence_level": confidence, "paired_cases": len(ids),
+        "unpaired": {"candidate_only": sum(1 for i in cand if i not in base),
+                     "baseline_only": sum(1 for i in base if i not in cand)},
+        "not_compared": [{"criterion": c, "only_in": run}
+                         for run, header, other in ((candidate_id, cand_header, base_header),
+                                                    (baseline_id, base_header, cand_header))
+                         for c in header["evaluators"] if c not in other["evaluators"]],
+        "metrics": [{**paired_data(paired[c], confidence), "evaluator_changed": c in changed} for c in criteria],
+        "slices": _slices(cand_header, cand, base, ids, criteria, confidence),
+        "decisions": [{"rule": d.rule.id, "metric": d.rule.metric, "kind": d.rule.kind,
+                       "threshold": {k: getattr(d.rule, k) for k in RULE_BOUNDS if getattr(d.rule, k) is not None},
+                       "description": describe(d.rule), "verdict": d.verdict, "reason": d.reason,
+                       "planning": d.planning, "blocking": d.verdict in policy.block_on,
+                       "outcome": outcome_of(d.verdict, policy.block_on)} for d in decisions],
+        "gate": {"verdict": verdict, "exit_code": int(code), "block_on": list(policy.block_on), "policy": True},
+        "changed_cases": changed_cases(cand, base, ids, criteria),
+        "exit_code": int(code),
+    }
     record = {"kind": "comparison", "candidate": candidate_id, "baseline": baseline_id,
-              "policy": policy_data(policy), "lines": full,
+              "policy": policy_data(policy), "lines": comparison_body(view, show_slices=True),
               "decisions": [{"rule": d.rule.id, "verdict": d.verdict, "reason": d.reason} for d in decisions]}
-    object_id = "sha256:" + digest(record)
-    header = f"Comparison {object_id} of {candidate_id} against {baseline_id} · {len(ids)} paired cases"
-    record = {**record, "lines": [header, *full]}
-    return [header, *body, *(listed if show_slices else counted), *tail], code, object_id, record
+    view["id"] = "sha256:" + digest(record)
+    record = {**record, "lines": [comparison_header(view), *record["lines"]]}
+    return view, record
 
 
-def _slice_lines(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: Sequence[str],
-                 confidence: float) -> list[str]:
-    """One line per slice of the candidate run and criterion with at least one observed pair."""
-    lines = []
+def _slices(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: Sequence[str],
+            confidence: float) -> list[dict]:
+    """One entry per slice of the candidate run and criterion with at least one observed pair."""
+    out = []
     support = header.get("min_slice_support", 10)
     for name in header.get("slices", []):
         groups: dict[str, list[str]] = {}
@@ -288,8 +293,8 @@ def _slice_lines(header: dict, cand: dict, base: dict, ids: Sequence[str], crite
             for c in criteria:
                 p = pair(c, cand, base, groups[key])
                 if p.n:  # too few pairs for an interval worth printing: the difference alone
-                    lines.append(f"  {name}={key} · {metric_line(p, confidence, p.n >= support)[0]}")
-    return lines
+                    out.append({"slice": name, "group": key, **paired_data(p, confidence, p.n >= support)})
+    return out
 
 
 @frozen

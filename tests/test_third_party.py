@@ -130,9 +130,18 @@ def write_package(where: Path, distribution: str, entry_point: str, module: str,
 
 
 def test_demo_suite_runs_with_the_installed_evaluator(venv: Venv, demo: Path) -> None:
-    proc = venv.oloproof("run", cwd=demo)
+    import json
+
+    import jsonschema
+
+    proc = venv.oloproof("run", "--json", "results.json", cwd=demo)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # both rules of the demo's policy pass
     assert "Traceback" not in proc.stderr
+    # the JSON Schema ships in the installed (not editable) package, and the document follows it
+    shipped = subprocess.run([str(venv.bin / "python"), "-c", "from importlib.resources import files; print(files("
+                              "'oloproof_core.outputs').joinpath('results-v1.schema.json').read_text())"],
+                             capture_output=True, text=True, check=True, env=clean_env()).stdout
+    jsonschema.validate(json.loads((demo / "results.json").read_text(encoding="utf-8")), json.loads(shipped))
     assert row(proc.stdout, "answer_concise")[3] == "10 / 12 observed · 0 missing · 0 excluded"
     assert row(proc.stdout, "answer_correct")[3] == "11 / 12 observed · 0 missing · 0 excluded"
     assert row(proc.stdout, "mostly-concise")[1:3] == ["answer_concise", "PASS"]

@@ -1,0 +1,111 @@
+"""JUnit XML from a run's or a comparison's view, in the form Jenkins and GitLab read.
+
+Written with the standard library's ``xml.etree.ElementTree``: the format is a handful of
+elements, and ElementTree escapes text and attributes correctly, so a dependency would add
+nothing. The shape (``testsuites`` > ``testsuite`` > ``testcase`` with ``failure``, ``error`` or
+``skipped``) is the one the common JUnit schema describes.
+
+One test case a policy rule: PASS passes; FAIL, INSUFFICIENT_EVIDENCE and MANUAL_REVIEW fail when
+``block_on`` blocks on them and are skipped otherwise; a rule left undecided by an interrupted run
+is an error. ``cases=True`` adds a suite with one test case a case x criterion.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .view import RUN_FORMAT, case_criteria
+
+
+def _rule_message(view: Mapping[str, Any], d: Mapping[str, Any]) -> str:
+    """``INSUFFICIENT_EVIDENCE (interval_overlaps_threshold): answer_correct 69.2% [38.5%, 91.0%] · 9 / 13 ...``."""
+    head = f"{d['verdict'] or 'UNDECIDED'} ({d['reason']}); rule {d['description']}"
+    if view["format"] == RUN_FORMAT:
+        m = next((m for m in view["metrics"] if m["name"] == d["metric"]), None)
+        if m is None:
+            return head
+        shown = m["display"]
+        return f"{head}; {d['metric']} {shown['estimate']} {shown['interval']} · {shown['counts']}"
+    m = next(m for m in view["metrics"] if m["name"] == d["metric"])
+    shown = m["display"] or {"difference": "no paired observations", "interval": None}
+    interval = f" {shown['interval']}" if shown["interval"] else ""
+    tail = f"; {d['planning']}" if d.get("planning") else ""
+    return (f"{head}; {d['metric']} {shown['difference']}{interval} · {m['paired']} paired · "
+            f"{m['missing']} missing · {m['excluded']} excluded{tail}")
+
+
+def _case(suite: ET.Element, name: str, classname: str) -> ET.Element:
+    return ET.SubElement(suite, "testcase", {"name": name, "classname": classname})
+
+
+def _finish(suite: ET.Element) -> ET.Element:
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    for tag, attribute in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+        suite.set(attribute, str(sum(1 for c in cases if c.find(tag) is not None)))
+    return suite
+
+
+def _rules_suite(view: Mapping[str, Any], name: str, timestamp: str | None) -> ET.Element:
+    suite = ET.Element("testsuite", {"name": name})
+    if timestamp:
+        suite.set("timestamp", timestamp.removesuffix("Z"))
+    properties = ET.SubElement(suite, "properties")
+    gate = view["gate"]
+    for key, value in (("gate", gate["verdict"] or "none"), ("exit_code", view["exit_code"]),
+                       ("block_on", ",".join(gate["block_on"])), ("confidence_level", view["confidence_level"])):
+        ET.SubElement(properties, "property", {"name": key, "value": str(value)})
+    for d in view["decisions"]:
+        case = _case(suite, f"{d['rule']} ({d['metric']})", name)
+        message = _rule_message(view, d)
+        if d["outcome"] == "failed":
+            ET.SubElement(case, "failure", {"message": message, "type": d["verdict"]}).text = message
+        elif d["outcome"] == "skipped":
+            ET.SubElement(case, "skipped", {"message": f"not blocking: {message}"})
+        elif d["outcome"] == "undecided":
+            ET.SubElement(case, "error", {"message": message, "type": "INTERRUPTED"}).text = (
+                "the run was interrupted before the gate was decided")
+        else:
+            ET.SubElement(case, "system-out").text = message
+    if view["format"] == RUN_FORMAT and view["missing"]["cases"]:
+        reasons = "; ".join(f"{r['reason']} ({r['cases']})" for r in view["missing"]["reasons"])
+        ET.SubElement(suite, "system-err").text = (f"{view['missing']['cases']} of {view['run']['cases']} "
+                                                   f"cases produced no output: {reasons}")
+    return _finish(suite)
+
+
+def _cases_suite(name: str, records: Iterable[Mapping[str, Any]]) -> ET.Element:
+    suite = ET.Element("testsuite", {"name": name})
+    for case_id, criterion, judgment, missing in case_criteria(records):
+        case = _case(suite, f"{case_id} · {criterion}", name)
+        status, reason = judgment["status"], judgment.get("reason")
+        if status == "fail":
+            message = f"{criterion} failed" + (f": {reason}" if reason else "")
+            ET.SubElement(case, "failure", {"message": message, "type": "fail"}).text = message
+        elif status == "missing":
+            message = f"no judgment: {missing or reason}"
+            ET.SubElement(case, "error", {"message": message, "type": "missing"}).text = message
+        elif status == "excluded":
+            ET.SubElement(case, "skipped", {"message": f"excluded: {reason}"})
+        elif status == "score":
+            ET.SubElement(case, "system-out").text = f"score {judgment['value']:.3f}"
+    return _finish(suite)
+
+
+def render_junit(view: Mapping[str, Any], records: Iterable[Mapping[str, Any]] | None = None) -> str:
+    """The JUnit XML document; ``records`` (a run's case records) adds the case x criterion suite."""
+    if view["format"] == RUN_FORMAT:
+        name, timestamp = f"oloproof run {view['run']['id']}", view["run"]["created"]
+    else:
+        name, timestamp = f"oloproof compare {view['candidate']['id']} {view['baseline']['id']}", None
+    root = ET.Element("testsuites", {"name": name})
+    suites = [_rules_suite(view, "oloproof.gate" if view["format"] == RUN_FORMAT else "oloproof.compare", timestamp)]
+    if records is not None:
+        suites.append(_cases_suite("oloproof.cases", records))
+    root.extend(suites)
+    for attribute in ("tests", "failures", "errors"):  # the common schema has no skipped count here
+        root.set(attribute, str(sum(int(s.get(attribute)) for s in suites)))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,73 @@
+"""A compact Markdown summary of a run or a comparison, for a pull-request comment or a CI job's
+summary page: the gate, the rules, the metric table and, for a comparison, the cases that changed
+verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .view import RUN_FORMAT
+
+CHANGED_SHOWN = 20  # a comment stays readable; the JSON document lists every changed case
+MARK = {"passed": "✅", "failed": "❌", "skipped": "⚠️", "undecided": "⏸️"}
+
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|",
+            *("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)]
+
+
+def _gate_line(view: Mapping[str, Any]) -> str:
+    gate = view["gate"]
+    verdict = gate["verdict"]
+    if verdict is None:
+        return f"**Gate: none** (no policy; exit {view['exit_code']})"
+    if verdict == "UNDECIDED":
+        return f"**Gate: UNDECIDED** (the run was interrupted; exit {view['exit_code']})"
+    return f"**Gate: {verdict}** (exit {view['exit_code']})"
+
+
+def _rules(view: Mapping[str, Any]) -> list[str]:
+    if not view["decisions"]:
+        return []
+    rows = [[f"{MARK[d['outcome']]} {d['rule']}", d["metric"], d["description"],
+             d["verdict"] or "—", d["reason"]] for d in view["decisions"]]
+    return ["", *_table(["rule", "metric", "rule kind", "verdict", "reason"], rows)]
+
+
+def render_markdown(view: Mapping[str, Any]) -> str:
+    """The summary as Markdown text, ending with a newline."""
+    if view["format"] == RUN_FORMAT:
+        run = view["run"]
+        out = [f"### Oloproof run `{run['id']}` [{run['state']}]", "",
+               f"{run['system']['name']} {run['system']['version']} · {run['cases']} cases · "
+               f"{100 * view['confidence_level']:g}% intervals", "", _gate_line(view), *_rules(view), "",
+               *_table(["metric", "estimate", "interval", "counts"],
+                       [[m["name"], *m["display"].values()] for m in view["metrics"]])]
+        if view["missing"]["cases"]:
+            reasons = "; ".join(f"{r['reason']} ({r['cases']})" for r in view["missing"]["reasons"][:3])
+            out += ["", f"Missing: {view['missing']['cases']} of {run['cases']} cases produced no output: {reasons}"]
+        return "\n".join(out) + "\n"
+    out = [f"### Oloproof comparison of `{view['candidate']['id']}` against `{view['baseline']['id']}`", "",
+           f"{view['paired_cases']} paired cases · {100 * view['confidence_level']:g}% intervals · `{view['id']}`", "",
+           _gate_line(view), *_rules(view), "",
+           *_table(["metric", "difference", "interval", "counts"],
+                   [[m["name"], (m["display"] or {}).get("difference", "—"), (m["display"] or {}).get("interval") or "—",
+                     f"{m['paired']} paired · {m['missing']} missing · {m['excluded']} excluded"]
+                    for m in view["metrics"]])]
+    planning = [f"- {d['rule']}: {d['planning']}" for d in view["decisions"] if d.get("planning")]
+    if planning:
+        out += ["", *planning]
+    changed = view["changed_cases"]
+    out += ["", f"**Cases that changed verdict: {len(changed)}**"]
+    if changed:
+        out += ["", *_table(["case", "criterion", "baseline", "candidate"],
+                            [[c["case"], c["criterion"], c["baseline"], c["candidate"]] for c in changed[:CHANGED_SHOWN]])]
+        if len(changed) > CHANGED_SHOWN:
+            out += ["", f"… and {len(changed) - CHANGED_SHOWN} more (the JSON document lists them all)"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,143 @@
+"""The results as data: one plain, versioned dict for a run and one for a comparison.
+
+Every renderer (JUnit XML, JSON, Markdown, the comparison's text) reads these dicts, never the
+engine's objects, so a CI file says exactly what the terminal says. The JSON document is the view
+itself; its schema is ``schema/results-v1.json`` beside this module (docs/gates-in-ci.md).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+VERSION = 1
+RUN_FORMAT = "oloproof.run"
+COMPARISON_FORMAT = "oloproof.comparison"
+THRESHOLD_KEYS = ("min", "max", "max_failures", "margin")
+
+
+def outcome_of(verdict: str | None, block_on: Sequence[str]) -> str:
+    """How a CI reads a rule: ``passed``; ``failed`` when its verdict blocks; ``skipped`` when it
+    does not; ``undecided`` when the run was interrupted before any rule was decided."""
+    if verdict is None:
+        return "undecided"
+    if verdict == "PASS":
+        return "passed"
+    return "failed" if verdict in block_on else "skipped"
+
+
+def counts_of(pair: Sequence[int] | Mapping[str, int]) -> dict[str, int]:
+    if isinstance(pair, Mapping):
+        return {"hits": int(pair["hits"]), "misses": int(pair["misses"])}
+    return {"hits": int(pair[0]), "misses": int(pair[1])}
+
+
+def caches_of(caches: Mapping[str, Any]) -> dict:
+    """The cache figures as named counts: ``{"execution": {"hits": 0, "misses": 13}, ...}``."""
+    out: dict[str, Any] = {}
+    for name in ("execution", "judgment"):
+        if name in caches:
+            out[name] = counts_of(caches[name])
+    if caches.get("stages"):
+        out["stages"] = {stage: counts_of(pair) for stage, pair in caches["stages"].items()}
+    if caches.get("usage"):
+        out["usage"] = {criterion: dict(spent) for criterion, spent in caches["usage"].items()}
+    return out
+
+
+def _threshold(rule: Mapping[str, Any]) -> dict:
+    return {k: rule[k] for k in THRESHOLD_KEYS if rule.get(k) is not None}
+
+
+def describe_rule(rule: Mapping[str, Any]) -> str:
+    """``interval, min 70.0%`` or ``observed_count, max_failures 0``: a run rule as the docs write it."""
+    parts = [f"{k} {100 * rule[k]:.1f}%" if k in ("min", "max") else f"{k} {rule[k]}"
+             for k in THRESHOLD_KEYS if rule.get(k) is not None]
+    return ", ".join([rule["kind"], *parts])
+
+
+def _system(header: Mapping[str, Any]) -> dict:
+    from ..identity import digest
+
+    system = header["system"]
+    return {"name": system["name"], "version": str(system["version"]), "kind": system.get("kind"),
+            "config": digest(system.get("identity"))[:8]}
+
+
+def run_ref(header: Mapping[str, Any]) -> dict:
+    ref = {"id": header["id"], "created": header["created"], "state": header["state"], "system": _system(header),
+           "config": header.get("config"), "cases": int(header["cases"])}
+    if header.get("parent"):
+        ref["parent"], ref["role"] = header["parent"], header.get("role")
+    return ref
+
+
+def _metric(name: str, m: Mapping[str, Any]) -> dict:
+    successes = None
+    if m.get("metric") == "proportion" and m.get("value") is not None:
+        successes = int(round(m["value"] * m["observed"]))
+    estimate, interval, counts = m["cells"]
+    return {"name": name, "metric": m.get("metric"), "estimate": m.get("value"), "low": m.get("low"),
+            "high": m.get("high"), "observed": m["observed"], "successes": successes, "missing": m["missing"],
+            "excluded": m["excluded"], "display": {"estimate": estimate, "interval": interval, "counts": counts}}
+
+
+def _missing(records: Iterable[Mapping[str, Any]]) -> dict:
+    reasons = Counter(r["missing"] for r in records if "missing" in r)
+    return {"cases": sum(reasons.values()),
+            "reasons": [{"reason": reason, "cases": n} for reason, n in reasons.most_common()]}
+
+
+def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict:
+    """A stored run (its header, summary and case records) as the ``oloproof.run`` document."""
+    policy = summary.get("policy")
+    block_on = list(policy["block_on"]) if policy else []
+    metrics = {name: _metric(name, m) for name, m in summary["metrics"].items()}
+    decided = {d["rule"]: d for d in summary.get("decisions", [])}
+    decisions = []
+    for rule in policy["rules"] if policy else []:
+        d = decided.get(rule["id"])
+        verdict = d["verdict"] if d else None
+        decisions.append({"rule": rule["id"], "metric": rule["metric"], "kind": rule["kind"],
+                          "threshold": _threshold(rule), "description": describe_rule(rule), "verdict": verdict,
+                          "reason": d["reason"] if d else "run_interrupted",
+                          "blocking": verdict in block_on, "outcome": outcome_of(verdict, block_on)})
+    if summary["state"].startswith("UNDECIDED"):
+        verdict = "UNDECIDED"
+    else:
+        verdict = summary.get("gate")  # None: no policy
+    return {
+        "format": RUN_FORMAT, "version": VERSION,
+        "run": run_ref(header),
+        "confidence_level": header.get("confidence_level", 0.95),
+        "gate": {"verdict": verdict, "exit_code": int(summary["exit_code"]), "block_on": block_on,
+                 "policy": policy is not None},
+        "decisions": decisions,
+        "metrics": list(metrics.values()),
+        "missing": _missing(records),
+        "caches": caches_of(summary.get("caches", {})),
+        "exit_code": int(summary["exit_code"]),
+    }
+
+
+def case_criteria(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, str, dict, str | None]]:
+    """Every case x criterion of a run: (case id, criterion, judgment, the case's missing reason)."""
+    for record in records:
+        for criterion, judgment in record["judgments"].items():
+            yield record["id"], criterion, judgment, record.get("missing")
+
+
+def changed_cases(candidate: Mapping[str, Mapping], baseline: Mapping[str, Mapping], ids: Sequence[str],
+                  criteria: Sequence[str]) -> list[dict]:
+    """The paired cases whose verdict on a criterion changed: passed, failed or missing, either way."""
+    verdicts = ("pass", "fail", "missing")
+    out = []
+    for case_id in ids:
+        for criterion in criteria:
+            x = candidate[case_id]["judgments"].get(criterion)
+            y = baseline[case_id]["judgments"].get(criterion)
+            if x and y and x["status"] != y["status"] and x["status"] in verdicts and y["status"] in verdicts:
+                out.append({"case": case_id, "criterion": criterion, "baseline": y["status"],
+                            "candidate": x["status"]})
+    return out
