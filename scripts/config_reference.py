@@ -29,7 +29,8 @@ anything runs or is stored.
 
 
 def type_name(a: attrs.Attribute) -> str:
-    text = a.type if isinstance(a.type, str) else getattr(a.type, "__name__", str(a.type))
+    # as written, whether or not attrs has resolved the annotations yet (loading a suite does)
+    text = a.type if isinstance(a.type, str) else a.type.__name__ if isinstance(a.type, type) else str(a.type)
     return str(text).replace("typing.", "").replace("|", "or")
 
 

@@ -75,7 +75,7 @@ def example(tmp_path_factory):
     return {"dir": project, "base": base, "base_id": base_id, "cand_id": cand_id,
             "diagnosis": re.search(r"sha256:[0-9a-f]{64}", diag.out).group(0),
             "comparison": re.search(r"sha256:[0-9a-f]{64}", comparison.out).group(0), "compare": comparison,
-            "children": RUN_ID.findall(diag.out.split("Child runs:")[1])}
+            "children": RUN_ID.findall(diag.out.split("Child runs:")[1].splitlines()[0])}
 
 
 @pytest.fixture(scope="module")
