@@ -78,22 +78,21 @@ def _scale(low: float | None, high: float | None, value: float | None, marks: It
     return (min([0.0, *points]), max([1.0, *points]))
 
 
-def metric_rows(summary: dict, policy: dict | None) -> list[dict]:
-    """Each metric with its interval and the policy's thresholds on it, placed on a 0-100 axis."""
-    rules = (policy or {}).get("rules") or []
+def metric_rows(document: dict) -> list[dict]:
+    """Each metric of a run document with its interval and the policy's thresholds on it, placed on
+    a 0-100 axis for the interval plot."""
     rows = []
-    for name, m in summary.get("metrics", {}).items():
-        thresholds = [(r["id"], kind, r[kind]) for r in rules if r.get("metric") == name
-                      for kind in ("min", "max") if r.get(kind) is not None]
-        lo, hi = _scale(m.get("low"), m.get("high"), m.get("value"), [t[2] for t in thresholds])
+    for m in document["metrics"]:
+        thresholds = [(d["rule"], kind, d["threshold"][kind]) for d in document["decisions"]
+                      if d["metric"] == m["name"] for kind in ("min", "max") if kind in d["threshold"]]
+        lo, hi = _scale(m["low"], m["high"], m["estimate"], [t[2] for t in thresholds])
 
         def at(x: float | None, lo: float = lo, hi: float = hi) -> float | None:
             return None if x is None else round(100 * (x - lo) / (hi - lo), 2)
 
-        rows.append({"name": name, "metric": m.get("metric"), "cells": m.get("cells"), "value": m.get("value"),
-                     "low": m.get("low"), "high": m.get("high"), "observed": m.get("observed"),
-                     "missing": m.get("missing"), "excluded": m.get("excluded"),
-                     "x": {"value": at(m.get("value")), "low": at(m.get("low")), "high": at(m.get("high"))},
+        display = m["display"]
+        rows.append({"name": m["name"], "cells": [display["estimate"], display["interval"], display["counts"]],
+                     "x": {"value": at(m["estimate"]), "low": at(m["low"]), "high": at(m["high"])},
                      "thresholds": [{"rule": rule, "kind": kind, "at": at(value), "value": value}
                                     for rule, kind, value in thresholds]})
     return rows
@@ -127,8 +126,13 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
 
 
 def run_view(store: Any, records: Records, plugins: Any, run_id: str) -> dict:
+    """The run's ``oloproof.run`` document (what --json writes), with what its page adds: the
+    interval plots, the slice panels, the child runs and the criteria of the cases table."""
+    from .outputs.view import run_view as run_document
+
     header, summary = store.get_run(run_id)
     rows = records(run_id)
+    document = run_document(header, summary, rows)
     metrics = {}
     for criterion, name in header.get("metrics", {}).items():
         try:
@@ -136,8 +140,8 @@ def run_view(store: Any, records: Records, plugins: Any, run_id: str) -> dict:
         except ConfigError:  # a metric whose plugin is not installed here: no slice summaries for it
             continue
     confidence = header.get("confidence_level", 0.95)
-    return {"header": header, "summary": summary, "confidence": confidence,
-            "metrics": metric_rows(summary, summary.get("policy")),
+    return {"header": header, "summary": summary, "document": document, "confidence": confidence,
+            "metrics": metric_rows(document),
             "slices": slice_rows(header, rows, metrics, confidence),
             "min_slice_support": header.get("min_slice_support", 10),
             "criteria": list(header.get("evaluators", {})),
@@ -224,6 +228,7 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
         for entry in diagnosis.get("cases", []):
             if entry.get("id") == case_id:
                 diagnoses.append({"id": object_id, "label": entry.get("label"), "reason": entry.get("reason"),
+                                  "evidence": entry.get("evidence"),
                                   "intervention": diagnosis.get("label") or diagnosis.get("intervention"),
                                   "children": diagnosis.get("children", [])})
     return {"run": header, "record": record, "case": case, "judgments": record.get("judgments", {}),
