@@ -154,6 +154,17 @@ def gate(decisions: Sequence[Decision], block_on: Sequence[str]) -> tuple[str, E
     return "BLOCK", ExitCode.BLOCKED
 
 
+def requirement_met(record: Mapping[str, Any], requirement: JudgeValidation) -> bool:
+    """Whether a stored validation compared at least ``min_cases`` cases and the lower bound of its
+    kappa interval (not the point estimate) is at least ``min_kappa``.
+
+    A record without ``kappa_bounds`` (made before the requirement read the bound) does not meet
+    it: validate again, which costs nothing for verdicts already in the judgment cache.
+    """
+    bounds = record.get("kappa_bounds")
+    return record.get("n", 0) >= requirement.min_cases and bounds is not None and bounds[0] >= requirement.min_kappa
+
+
 def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> bool:
     """Whether the latest stored validation of exactly this judge identity meets the policy's
     requirement (a later failing validation withdraws an earlier passing one)."""
@@ -161,8 +172,7 @@ def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> 
     for _, record in store.list_objects("judge_validation"):
         if record.get("identity") == identity:
             latest = record
-    return (latest is not None and latest.get("n", 0) >= requirement.min_cases
-            and latest.get("kappa") is not None and latest["kappa"] >= requirement.min_kappa)
+    return latest is not None and requirement_met(latest, requirement)
 
 
 def require_validated_judges(decisions: list[Decision], judges: Mapping[str, str], store: Any,

@@ -142,3 +142,82 @@ def render_case(record: dict) -> list[str]:
         if detail.get("raw") is not None:
             out.append(f"      raw reply: {short_json(detail['raw'])}")
     return out
+
+
+def render_validation(record: dict, spec: Any) -> list[str]:
+    """The report of ``oloproof judge validate``: the 2×2 table, the measures with intervals, the
+    methods and the requirement."""
+    from .agreement import KAPPA_METHOD, RATE_METHOD
+    from .display import fixed, percent, percent_bounds, percent_of
+    from .stats import ceil_to, floor_to
+
+    extra = spec.identity.get("extra") or {}
+    about = " · ".join(str(x) for x in (spec.type, extra.get("provider"), extra.get("model"),
+                                        extra.get("prompt_version") and f"prompt {extra['prompt_version']}") if x)
+    counts = record["table"]
+    lost = sum(record["missing"].values()) + sum(record["excluded"].values())
+    reasons = ", ".join(f"{reason} {count}" for reason, count in {**record["missing"], **record["excluded"]}.items())
+    sources = [f"run {record['run']} ({record['labels']['count'] - record['outputs_from_labels']} cases)"] \
+        if record["run"] else []
+    if record["outputs_from_labels"]:
+        sources.append(f"the labels file ({record['outputs_from_labels']} cases)")
+    out = [f"Judge validation of {record['criterion']} ({about})",
+           f"Labels: {record['labels']['file']} · {record['labels']['count']} labelled · {record['n']} compared · "
+           f"{lost} not judged" + (f" ({reasons})" if reasons else ""),
+           f"Outputs: {', '.join(sources)}", ""]
+    out += table(["", "human pass", "human fail"],
+                 [["judge pass", str(counts["judge_pass_human_pass"]), str(counts["judge_pass_human_fail"])],
+                  ["judge fail", str(counts["judge_fail_human_pass"]), str(counts["judge_fail_human_fail"])]])
+
+    def rate_cells(r: dict) -> list[str]:
+        if r["value"] is None:
+            return ["—", "—", "0 / 0"]
+        return [percent_of(r["k"], r["n"]), percent_bounds(r["low"], r["high"]), f"{r['k']} / {r['n']}"]
+
+    kappa, bounds = record["kappa"], record.get("kappa_bounds")
+    if kappa is None:
+        kappa_cells = ["undefined", "—", f"n {record['n']}"]
+    elif bounds is None:
+        kappa_cells = [fixed(kappa, 3), "—", f"n {record['n']}"]
+    else:
+        kappa_cells = [fixed(kappa, 3), f"[{floor_to(bounds[0], 3):.3f}, {ceil_to(bounds[1], 3):.3f}]",
+                       f"n {record['n']}"]
+    level = pct(record["confidence_level"])
+    out += table(["measure", "estimate", f"{level} interval", "counts"],
+                 [["agreement", *rate_cells(record["agreement"])], ["Cohen's kappa", *kappa_cells],
+                  ["true-positive rate", *rate_cells(record["true_positive_rate"])],
+                  ["true-negative rate", *rate_cells(record["true_negative_rate"])]])
+    run_rate = record.get("run_rate")
+    if run_rate:
+        naive, ppi = run_rate["judge_only"], run_rate["prediction_powered"]
+        labels = ppi["labels"]
+        out.append(f"Pass rate of {record['criterion']} in run {record['run']}:")
+        out += table(["estimate of", "estimate", f"{level} interval", "from"],
+                     [["judge only (the gate)", percent(naive["value"]), percent_bounds(naive["low"], naive["high"]),
+                       f"{naive['observed']} judged"],
+                      ["human labels only", *rate_cells(labels)[:2], f"{labels['n']} labelled"],
+                      ["prediction-powered", percent(ppi["value"]), "—",
+                       f"{ppi['unlabelled']} judged + {ppi['labelled']} labelled"]])
+    out.append(f"Intervals: rates {RATE_METHOD}; {KAPPA_METHOD}.")
+    if run_rate:
+        out.append("Human level: the labels' own Clopper-Pearson interval. Prediction-powered (Angelopoulos et al. "
+                   "2023, Science 382(6671):669-674): the judge's rate on the unlabelled cases minus its mean error "
+                   "on the labelled ones, an estimate without an interval (its large-sample interval under-covers "
+                   "at these sizes). The gate decides on the judge-only interval.")
+    if kappa is None:
+        out.append("Kappa is undefined: the judge and the humans each gave one and the same label to every case.")
+    elif record["one_sided"]:
+        who = "the humans gave every case the same label" if record["one_sided"] == "humans" else \
+            "the judge gave every case the same verdict"
+        out.append(f"Kappa is 0 by construction and has no interval: {who}; label cases of both kinds.")
+    requirement = record.get("requirement")
+    if requirement is None:
+        out.append("Requirement: none (the suite has no policy)")
+    else:
+        verdict = "met: rules on this criterion may gate" if requirement["met"] else \
+            "not met: rules on this criterion stay MANUAL_REVIEW (judge_not_validated)"
+        out.append(f"Requirement (policy judge_validation: lower bound of kappa at least {requirement['min_kappa']:g}, "
+                   f"min_cases {requirement['min_cases']}): {verdict}")
+    if not getattr(spec.evaluator, "judge", False):
+        out.append(f"Note: {spec.type} is not an LLM judge; the gate does not need this validation.")
+    return out
