@@ -56,6 +56,13 @@ class Policy:
             if rule.kind not in kinds:
                 raise ConfigError(f"rule {rule.id!r} has kind {rule.kind!r}, which this command does not decide",
                                   where=self.where.get(rule.id), fix=f"use one of: {', '.join(kinds)}")
+            if rule.kind == "observed_count" and not getattr(metrics[rule.metric], "pass_fail", False):
+                # a score criterion records no failures, so the count would PASS whatever the scores
+                raise ConfigError(f"rule {rule.id!r} counts failures of {rule.metric!r}, which is not a pass/fail "
+                                  f"criterion (its metric is {getattr(metrics[rule.metric], 'name', '?')!r})",
+                                  where=self.where.get(rule.id),
+                                  fix=f"use an interval rule (`min: 0.8`) on {rule.metric}, or count failures of a "
+                                      "pass/fail criterion")
 
 
 def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Policy:
@@ -119,6 +126,8 @@ def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confi
         failures = sum(1 for j in judgments if j.status == "fail")
         if failures > rule.max_failures:
             return make("FAIL", "observed_failures_exceed_limit")
+        if not values:  # nothing was judged: no evidence that the failures are within the limit
+            return make("INSUFFICIENT_EVIDENCE", "no_observed_cases")
         if failures + missing > rule.max_failures:
             return make("INSUFFICIENT_EVIDENCE", "missing_cases_could_exceed_limit")
         return make("PASS", "observed_failures_within_limit")

@@ -67,7 +67,7 @@ def render() -> str:
             "(`oloproof compare --policy FILE`) share these keys.", ""]
     out += table(Policy, skip=("where",))
     out += ["### `rules[]`", "", "Run policies take kinds `interval` (with `min` and/or `max`, fractions) and "
-            "`observed_count` (with `max_failures`); comparison policies take `non-inferiority` and `superiority` "
+            "`observed_count` (with `max_failures`; pass/fail criteria only); comparison policies take `non-inferiority` and `superiority` "
             "(with `margin`, in points) and `floor` (with `min`).", ""]
     out += table(Rule)
     out += ["### `judge_validation`", ""] + table(JudgeValidation)
