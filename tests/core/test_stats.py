@@ -291,6 +291,22 @@ def test_planning_total_is_the_first_deciding_total(b, c, n, margin):
     assert not any(decided_at(t, b, c, n, margin) for t in range(n + 1, total))
 
 
+def possible(total: int, b: int, c: int, n: int) -> bool:
+    return math.floor(total * b / n + 0.5) + math.floor(total * c / n + 0.5) <= total
+
+
+@pytest.mark.parametrize(("b", "c", "n", "margin"), [(11, 11, 22, 0.60), (5, 4, 9, 0.3), (3, 0, 3, 0.1), (7, 6, 13, 0.5)])
+def test_planning_total_only_evaluates_possible_datasets(b, c, n, margin):
+    # Regression: with every pair discordant, both scaled counts round up at odd totals; (11, 11, 22) at
+    # 23 pairs asked for 12 + 12 = 24 discordant pairs among 23 and returned 23.
+    total = planning_total(b, c, n, margin)
+    assert total is not None and possible(total, b, c, n)
+    assert decided_at(total, b, c, n, margin)
+    assert not any(possible(t, b, c, n) and decided_at(t, b, c, n, margin) for t in range(n + 1, total))
+    if (b, c, n) == (11, 11, 22):
+        assert not possible(23, b, c, n) and total == 24
+
+
 def test_planning_total_none_cases_and_errors():
     assert planning_total(0, 0, 13, 0.05) is None  # no discordant pair: nothing to plan
     assert planning_total(1, 1, 15, 0.0) is None  # a zero difference never clears a zero margin
