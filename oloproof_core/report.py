@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .display import fixed
+
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A box-drawn table; every cell padded to its column's width."""
@@ -79,7 +81,7 @@ def usage_line(criterion: str, spent: dict) -> str:
         if key in spent:
             parts.append(f"{int(spent[key]):,} {label}")
     if "cost" in spent:
-        parts.append(f"${spent['cost']:.4f}")
+        parts.append(f"${fixed(spent['cost'], 4)}")
     return f"Usage: {criterion} " + " · ".join(parts)
 
 
@@ -96,7 +98,7 @@ def judgment_word(j: dict) -> str:
     if status == "fail":
         return "failed"
     if status == "score":
-        return f"score {j['value']:.3f}"
+        return f"score {fixed(j['value'], 3)}"
     return f"{status} ({j.get('reason')})"
 
 
@@ -148,7 +150,7 @@ def render_validation(record: dict, spec: Any) -> list[str]:
     """The report of ``oloproof judge validate``: the 2×2 table, the measures with intervals, the
     methods and the requirement."""
     from .agreement import KAPPA_METHOD, RATE_METHOD
-    from .display import fixed, percent, percent_bounds, percent_of
+    from .display import percent, percent_bounds, percent_of
     from .stats import ceil_to, floor_to
 
     extra = spec.identity.get("extra") or {}

@@ -349,3 +349,20 @@ def test_import_does_not_load_scipy():
     command = [sys.executable, "-W", "error", "-c", code]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_every_shown_estimate_rounds_ties_away_from_zero():
+    # Regression: 1/16 showed 6.2% (half-even on the binary value); docs/statistics.md says ties away from zero.
+    from decimal import ROUND_HALF_UP, Decimal
+
+    from oloproof_core.display import fixed, percent, percent_of, points_cells, proportion_cells
+
+    assert percent_of(1, 16) == "6.3%" and proportion_cells(1, 16, 0.0, 0.3, 0, 0)[0] == "6.3%"
+    for n in range(1, 201):
+        for k in range(n + 1):
+            want = (Decimal(100 * k) / Decimal(n)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+            assert percent_of(k, n) == f"{want}%", (k, n)
+    assert percent(0.0625) == "6.3%" and percent(0.69230769) == "69.2%"
+    assert fixed(0.6925, 3) == "0.693" and fixed(0.8655, 3) == "0.866" and fixed(-0.0625, 3) == "-0.063"
+    assert points_cells(1 / 16, -0.2, 0.3)[0] == "+6.3 points" and points_cells(-1 / 16, -0.3, 0.2)[0] == "-6.3 points"
+    assert points_cells(-1e-18, -0.336, 0.336)[0] == "+0.0 points"  # never "-0.0"
