@@ -82,16 +82,25 @@ def cli() -> None:
 @config_option
 @click.option("--no-cache", is_flag=True,
               help="Execute and judge every case afresh, stages included (the results are still cached).")
-def run(config: str | None, no_cache: bool) -> None:
+@click.option("--until-decided", is_flag=True,
+              help="Run the cases in a seeded random order, batch by batch, and stop as soon as the gate is "
+                   "decided (anytime-valid intervals; see docs/runs.md).")
+@click.option("--seed", type=int, default=None, metavar="N",
+              help="With --until-decided: the seed of the case order (default: the policy's, else 0).")
+@click.option("--batch", type=int, default=None, metavar="N",
+              help="With --until-decided: cases run between two looks (default: the policy's, else 10).")
+def run(config: str | None, no_cache: bool, until_decided: bool, seed: int | None, batch: int | None) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
+    from .sequential import plan
     from .suite import load_suite
 
     project = Project(config)
     doc, skeleton = project.skeleton()
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache)
-    outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
+    sequential = plan(suite, until_decided, seed, batch)
+    outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache, sequential=sequential)
     _echo(render_run(outcome, suite.min_slice_support))
     sys.exit(int(outcome.exit_code))
 

@@ -36,6 +36,16 @@ class JudgeValidation:
 
 
 @frozen(kw_only=True)
+class SequentialOptions:
+    """``sequential:`` run the cases in a seeded random order, ``batch`` at a time, and stop as soon
+    as the gate is decided (``oloproof run --until-decided`` turns it on from the command line)."""
+
+    until_decided: bool = False
+    batch: int = 10
+    seed: int = 0
+
+
+@frozen(kw_only=True)
 class Policy:
     """A gate policy: which verdicts block, at which confidence level, and the rules."""
 
@@ -44,6 +54,7 @@ class Policy:
     block_on: list[str] = field(factory=lambda: ["FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW"])
     rules: list[Rule] = field(factory=list)
     judge_validation: JudgeValidation = field(factory=JudgeValidation)
+    sequential: SequentialOptions = field(factory=SequentialOptions)
     where: dict = field(factory=dict, eq=False)  # rule id -> "file:line:col: $.rules[i]"
 
     def check_metrics(self, metrics: Mapping[str, Any], kinds: Sequence[str] = RUN_RULE_KINDS) -> None:
@@ -98,11 +109,15 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
         if verdict not in VERDICTS:
             raise ConfigError(f"unknown verdict {verdict!r}", where=doc.where(path + ("block_on", i)),
                               fix=f"use any of: {', '.join(VERDICTS)}")
+    if policy.sequential.batch < 1:
+        raise ConfigError(f"sequential.batch must be at least 1 case, got {policy.sequential.batch}",
+                          where=doc.where(path + ("sequential", "batch")), fix="write batch: 10")
     if policy.version != 1:
         raise ConfigError(f"unsupported policy version {policy.version}", where=doc.where(path + ("version",)),
                           fix="write version: 1")
     return Policy(version=policy.version, confidence_level=policy.confidence_level, block_on=policy.block_on,
-                  rules=policy.rules, judge_validation=policy.judge_validation, where=where)
+                  rules=policy.rules, judge_validation=policy.judge_validation, sequential=policy.sequential,
+                  where=where)
 
 
 @frozen(kw_only=True)
@@ -151,6 +166,25 @@ def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confi
             reason = "missing_cases_could_change_it" if high <= rule.max else "interval_overlaps_threshold"
             return make("INSUFFICIENT_EVIDENCE", reason)
     return make("PASS", "interval_within_threshold")
+
+
+def decide_policy(policy: Policy, judgments: Mapping[str, Sequence[Judgment]], metrics: Mapping[str, Metric],
+                  confidence: float, judges: Mapping[str, str], store: Any, not_run: int = 0) -> list[Decision]:
+    """Every rule of ``policy`` on the judgments of the cases run, then the judge-validation check.
+
+    :param judges: criterion -> the judge's identity digest, for the criteria an LLM judges.
+    :param not_run: cases of the suite a sequential run has not run; an observed_count rule counts
+        them as possible failures (it is about the whole suite), an interval rule leaves them out.
+    """
+    decisions = []
+    for rule in policy.rules:
+        cases = list(judgments[rule.metric])
+        if rule.kind == "observed_count" and not_run:
+            cases += [Judgment.missing("not_run")] * not_run
+        decisions.append(decide_rule(rule, cases, metrics[rule.metric], confidence))
+    if judges:
+        decisions = require_validated_judges(decisions, judges, store, policy.judge_validation)
+    return decisions
 
 
 def gate(decisions: Sequence[Decision], block_on: Sequence[str]) -> tuple[str, ExitCode]:
@@ -207,4 +241,6 @@ def policy_data(policy: Policy | None) -> dict | None:
 
     data = CONVERTER.unstructure(policy)
     data.pop("where", None)
+    if policy.sequential == SequentialOptions():  # unset: recorded as before, so content ids do not move
+        data.pop("sequential", None)
     return data

@@ -39,6 +39,9 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out.append(f"Gate: UNDECIDED (the run was interrupted; exit {int(outcome.exit_code)})")
     else:
         out.append("Gate: none (no policy; exit 0)")
+    sequential = outcome.header.get("sequential")
+    if sequential:
+        out.append(sequential_line(sequential))
     out.append("")
     out += table(["metric", "estimate", f"{pct(confidence)} interval", "counts"],
                  [[name, *s.cells] for name, s in outcome.summaries.items()])
@@ -66,6 +69,17 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out.append("Stages: " + "; ".join(f"{name} {hit} hit/{miss} miss"
                                           for name, (hit, miss) in outcome.caches["stages"].items()))
     return out
+
+
+def sequential_line(record: dict) -> str:
+    """``Sequential: stopped when the gate was decided, after 40 of 200 cases ...``."""
+    calls = record["judge_calls_not_made"]
+    how = {"gate_decided": "stopped when the gate was decided", "all_cases_run": "ran every case",
+           "interrupted": "interrupted"}[record["stopped"]]
+    return (f"Sequential: {how}, after {record['cases_run']} of {record['cases_total']} cases "
+            f"(seed {record['seed']}, batches of {record['batch']}, {record['looks']} "
+            f"look{'' if record['looks'] == 1 else 's'}); {record['cases_not_run']} cases and up to {calls} judge "
+            f"call{'' if calls == 1 else 's'} not made; intervals are betting confidence sequences, valid at every look")
 
 
 def cache_line(caches: dict) -> str:

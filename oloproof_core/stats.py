@@ -174,11 +174,11 @@ def planning_total(
     For N = n+1, n+2, ..., scale the discordant counts b_N = floor(N·b/n + 0.5) and
     c_N = floor(N·c/n + 0.5) and take the paired interval [L, U] of N differences in {-1, 0, +1};
     the rule is decided when L > -margin (PASS) or U < -margin (FAIL). A total whose scaled counts
-    exceed it (b_N + c_N > N, when every pair is discordant and both counts round up) is no possible
-    dataset and is skipped. Rounding makes this non-monotone in N, so every N is checked in order. Because K⁺ falls and K⁻ rises in m,
-    L > -margin exactly when K⁺(m₀) > 2/α at m₀ = (1 - margin)/2 (likewise U with K⁻), so each N
-    costs two O(19 × 3) capital evaluations and no root finding; the first hit is confirmed with
-    :func:`paired_difference`'s own bounds.
+    exceed it (b_N + c_N > N: every pair discordant, both counts rounded up) is no possible
+    dataset and is skipped. Rounding makes this non-monotone in N, so every N is checked in order.
+    Because K⁺ falls and K⁻ rises in m, L > -margin exactly when K⁺(m₀) > 2/α at
+    m₀ = (1 - margin)/2 (likewise U with K⁻), so each N costs two O(19 × 3) capital evaluations
+    and no root finding; the first hit is confirmed with :func:`paired_difference`'s own bounds.
 
     :param b: observed pass-to-fail pairs (baseline passed, candidate failed).
     :param c: observed fail-to-pass pairs.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import attrs
 
-from oloproof_core.gate import JudgeValidation, Policy, Rule
+from oloproof_core.gate import JudgeValidation, Policy, Rule, SequentialOptions
 from oloproof_core.plugins import Plugins, make_plugin_manager
 from oloproof_core.suite import Skeleton
 
@@ -67,10 +67,14 @@ def render() -> str:
             "(`oloproof compare --policy FILE`) share these keys.", ""]
     out += table(Policy, skip=("where",))
     out += ["### `rules[]`", "", "Run policies take kinds `interval` (with `min` and/or `max`, fractions) and "
-            "`observed_count` (with `max_failures`; pass/fail criteria only); comparison policies take `non-inferiority` and `superiority` "
-            "(with `margin`, in points) and `floor` (with `min`).", ""]
+            "`observed_count` (with `max_failures`; pass/fail criteria only); comparison policies take "
+            "`non-inferiority` and `superiority` (with `margin`, in points) and `floor` (with `min`).", ""]
     out += table(Rule)
     out += ["### `judge_validation`", ""] + table(JudgeValidation)
+    out += ["### `sequential`", "", "Run policies only: with `until_decided: true`, `oloproof run` runs the cases in a "
+            "seeded random order, `batch` at a time, and stops as soon as the gate is decided (see runs.md); "
+            "`--until-decided`, `--seed` and `--batch` set the same from the command line.", ""]
+    out += table(SequentialOptions)
     return "\n".join(out).rstrip() + "\n"
 
 

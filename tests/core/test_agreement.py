@@ -8,7 +8,7 @@ Monte-Carlo tolerance: 3 standard errors of a proportion at the nominal level,
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -60,7 +60,7 @@ def test_kappa_bounds_are_none_when_a_rater_is_one_sided():
     assert kappa_bounds(Table(pp=30, pf=0, fp=0, ff=0), CONFIDENCE) is None
 
 
-@lru_cache(maxsize=None)
+@cache
 def cached_bounds(pp: int, pf: int, fp: int, ff: int) -> tuple[float, float] | None:
     return kappa_bounds(Table(pp=pp, pf=pf, fp=fp, ff=ff), CONFIDENCE)
 
