@@ -139,3 +139,24 @@ def test_false_pass_under_repeated_looks_stays_below_nominal(minimum, total, bat
         lower[k, t] = clopper_pearson(k, t)[0]
     exact = np.vectorize(lambda k, t: lower[int(k), int(t)] >= minimum)(successes, np.broadcast_to(looks, successes.shape))
     assert exact.any(axis=1).mean() > ALPHA / 2 + tolerance  # optional stopping breaks a fixed-n interval
+
+
+def log_capital_down(successes: np.ndarray, trials: np.ndarray, m: float) -> np.ndarray:
+    """log K⁻(m) from counts: each pass multiplies bet d's wealth by 1 - u_d, each fail by 1 + u_d·m/(1 - m)."""
+    logs = successes[..., None] * np.log1p(-BETS) + (trials - successes)[..., None] * np.log1p(BETS * m / (1 - m))
+    top = logs.max(axis=-1)
+    return top + np.log(np.exp(logs - top[..., None]).mean(axis=-1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("p", "total", "batch"), [(0.5, 300, 1), (0.9, 500, 10), (0.97, 200, 5)])
+def test_the_betting_interval_covers_at_every_look_at_once(p, total, batch):
+    # Time-uniform coverage: the share of runs whose interval misses the truth at ANY look stays below α.
+    replicates = 4000
+    rng = np.random.default_rng([int(100 * p), total, batch, 1])
+    successes = np.cumsum(rng.random((replicates, total)) < p, axis=1)
+    looks = np.arange(batch, total + 1, batch)
+    counts = successes[:, looks - 1]
+    threshold = math.log(2 / ALPHA)
+    missed = ((log_capital_up(counts, looks, p) >= threshold) | (log_capital_down(counts, looks, p) >= threshold))
+    assert missed.any(axis=1).mean() <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / replicates)
