@@ -162,3 +162,22 @@ def test_many_rules_inflate_false_fail_not_false_pass(n, threshold, any_of_20):
     fail, passed = false_fail(n, threshold), false_pass(n, threshold)
     assert fail <= 0.025 and passed <= 0.025
     assert 1 - (1 - fail) ** 20 == pytest.approx(any_of_20, abs=5e-4)
+
+
+def test_the_documented_coverage_table_is_what_the_script_prints():
+    # docs/statistics.md's table is the output of scripts/coverage_table.py; the discrete rows (the cheap ones)
+    # are regenerated here with the documented seed and replicates and must appear there verbatim.
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("coverage_table", root / "scripts" / "coverage_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    page = (root / "docs" / "statistics.md").read_text(encoding="utf-8")
+    assert "Nominal level 95%, seed 20240601." in page
+    rows = [*script.proportion_rows("clopper", script.CLOPPER_POINTS, 4000, 20240601),
+            *script.proportion_rows("betting", script.BETTING_POINTS, 4000, 20240601),
+            *script.paired_rows(script.PAIRED_POINTS[:2], 4000, 20240601)]
+    for row in rows:
+        assert script.format_row(row) in page.splitlines(), script.format_row(row)
