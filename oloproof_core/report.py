@@ -79,7 +79,9 @@ def sequential_line(record: dict) -> str:
     return (f"Sequential: {how}, after {record['cases_run']} of {record['cases_total']} cases "
             f"(seed {record['seed']}, batches of {record['batch']}, {record['looks']} "
             f"look{'' if record['looks'] == 1 else 's'}); {record['cases_not_run']} cases and up to {calls} judge "
-            f"call{'' if calls == 1 else 's'} not made; intervals are betting confidence sequences, valid at every look")
+            f"call{'' if calls == 1 else 's'} not made; intervals are "
+            f"{'variance-adaptive ' if record.get('interval') == 'adaptive-betting' else ''}betting confidence "
+            "sequences, valid at every look")
 
 
 def cache_line(caches: dict) -> str:

@@ -29,21 +29,29 @@ from . import display, stats
 from .errors import ConfigError
 from .model import Execution, Judgment, Summary, tally
 
-METHOD = "betting confidence sequence (Waudby-Smith & Ramdas 2024), valid at every look"
+METHODS = {"betting": "betting confidence sequence (Waudby-Smith & Ramdas 2024), valid at every look",
+           "adaptive-betting": "variance-adaptive betting confidence sequence, predictable plug-in bets "
+                               "(Waudby-Smith & Ramdas 2024, section 5), valid at every look"}
 
 
 class AnytimeMetric:
-    """A metric summarised and decided with the betting interval on [0, 1], whatever its usual interval.
+    """A metric summarised and decided with a betting interval on [0, 1], whatever its usual interval.
 
-    The estimate and the counts are the wrapped metric's own; only the interval changes.
+    The estimate and the counts are the wrapped metric's own; only the interval changes. ``method``
+    is ``betting`` (the documented fixed grid of bets) or ``adaptive-betting`` (predictable plug-in
+    bets, ``adaptive.py``), which reads the values in the order the cases ran.
     """
 
-    def __init__(self, inner: Any):
-        self.inner = inner
+    def __init__(self, inner: Any, method: str = "betting"):
+        self.inner, self.method = inner, method
         self.name = getattr(inner, "name", None)
         self.pass_fail = getattr(inner, "pass_fail", False)
 
     def interval(self, values: Sequence[float], confidence: float) -> tuple[float, float]:
+        if self.method == "adaptive-betting":
+            from .adaptive import adaptive_betting_interval
+
+            return adaptive_betting_interval(values, confidence, 0.0, 1.0)
         return stats.betting_interval(values, confidence, 0.0, 1.0)
 
     def summarize(self, judgments: Sequence[Judgment], confidence: float) -> Summary:
@@ -61,8 +69,8 @@ class AnytimeMetric:
 
 @frozen(kw_only=True)
 class Step:
-    """What a sequential run executed: the suite indices of the cases run (in suite order), their
-    executions and judgments, whether it was interrupted, the last look's decisions and the record."""
+    """What a sequential run executed: the suite indices of the cases run, in the order they ran,
+    their executions and judgments, whether it was interrupted, the anytime metrics and the record."""
 
     indices: list[int]
     executions: list[Execution | None]
@@ -85,6 +93,7 @@ class Sequential:
 
     seed: int = 0
     batch: int = 10
+    interval: str = "betting"
 
     def order(self, total: int) -> list[int]:
         """The suite indices in the order they run: a permutation drawn from ``seed``."""
@@ -102,7 +111,7 @@ class Sequential:
         from .execution import execute_cases
         from .runner import judge_cases
 
-        metrics = {name: AnytimeMetric(metric) for name, metric in suite.metrics.items()}
+        metrics = {name: AnytimeMetric(metric, self.interval) for name, metric in suite.metrics.items()}
         order, done, executions, judgments = self.order(len(suite.cases)), [], [], []
         looks, interrupted, decisions = 0, False, []
         caches.update({"execution": [0, 0], "judgment": [0, 0]})
@@ -123,16 +132,16 @@ class Sequential:
             decisions = decide(by_criterion, metrics, len(order) - len(done))
             if gate_settled(decisions, suite.policy.block_on):
                 break
-        rank = sorted(range(len(done)), key=lambda k: done[k])  # report in suite order, like a full run
         not_run = [suite.cases[i] for i in order[len(done):]]
         record = {"seed": self.seed, "batch": self.batch, "looks": looks, "cases_run": len(done),
                   "cases_total": len(order), "cases_not_run": len(not_run),
-                  "judge_calls_not_made": judge_calls(suite, not_run), "interval": METHOD,
+                  "judge_calls_not_made": judge_calls(suite, not_run), "interval": self.interval,
+                  "method": METHODS[self.interval],
                   "stopped": "gate_decided" if len(done) < len(order) and not interrupted else
                              ("interrupted" if interrupted else "all_cases_run")}
-        return Step(indices=[done[k] for k in rank], executions=[executions[k] for k in rank],
-                    judgments=[judgments[k] for k in rank], interrupted=interrupted, metrics=metrics,
-                    record=record)
+        # in the order they ran: the adaptive interval reads them in that order, at every look and at the end
+        return Step(indices=done, executions=executions, judgments=judgments, interrupted=interrupted,
+                    metrics=metrics, record=record)
 
 
 def _merge(caches: dict, figures: dict) -> None:
@@ -175,4 +184,4 @@ def plan(suite: Any, until_decided: bool, seed: int | None, batch: int | None) -
     batch = options.batch if batch is None else batch
     if batch < 1:
         raise ConfigError(f"the batch must be at least 1 case, got {batch}", fix="pass --batch 10")
-    return Sequential(seed=seed, batch=batch)
+    return Sequential(seed=seed, batch=batch, interval=options.interval if options is not None else "betting")

@@ -55,8 +55,8 @@ def test_a_sequential_run_stops_when_the_gate_is_decided_and_says_so(project):
     header = stored_header(project, run_id)
     assert header["state"] == "DECIDED/SEQUENTIAL" and header["cases"] == 20
     assert header["sequential"] == {"seed": 0, "batch": 10, "looks": 2, "cases_run": 20, "cases_total": 200,
-                                    "cases_not_run": 180, "judge_calls_not_made": 0,
-                                    "interval": header["sequential"]["interval"], "stopped": "gate_decided"}
+                                    "cases_not_run": 180, "judge_calls_not_made": 0, "interval": "betting",
+                                    "method": header["sequential"]["method"], "stopped": "gate_decided"}
     exported = project.run("inspect", run_id, "--failures")
     assert f"{failures} of 20 cases failed" in exported.out
     again = project.run("run", "--until-decided", "--seed", "0")  # the same seed runs the same cases, from cache
