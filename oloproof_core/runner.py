@@ -1,6 +1,7 @@
 """The runner: cases -> system (execution.py) -> evaluators -> metrics -> gate -> store.
 
-Results are always reported in case order, whatever the concurrency.
+Results are always reported in case order, whatever the concurrency; a sequential run's
+(``sequential.py``) in the order its cases ran.
 """
 
 from __future__ import annotations
@@ -191,8 +192,10 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache)
         judgments = judge_cases(suite, store, executions, caches, use_cache)
     else:  # batch by batch until the gate is decided (sequential.py)
-        step = sequential.run(suite, plugins, store, caches, use_cache, lambda by_criterion, anytime, left: decide_policy(
-            suite.policy, by_criterion, anytime, confidence, judges, store, left))
+        def decide(by_criterion: dict, anytime: dict, left: int) -> list[Decision]:
+            return decide_policy(suite.policy, by_criterion, anytime, confidence, judges, store, left)
+
+        step = sequential.run(suite, plugins, store, caches, use_cache, decide)
         cases, metrics = [suite.cases[i] for i in step.indices], step.metrics
         executions, judgments, interrupted = step.executions, step.judgments, step.interrupted
         not_run = len(suite.cases) - len(cases)
