@@ -7,7 +7,9 @@ the page is out of date.
 
 from __future__ import annotations
 
+import re
 import sys
+import typing
 from pathlib import Path
 
 import attrs
@@ -29,7 +31,13 @@ anything runs or is stored.
 
 
 def type_name(a: attrs.Attribute) -> str:
-    text = a.type if isinstance(a.type, str) else getattr(a.type, "__name__", str(a.type))
+    """The annotation as written (``list[str]``), whether or not something resolved it to a type."""
+    if isinstance(a.type, str):
+        text = a.type
+    elif typing.get_args(a.type):  # list[str], float | None: spell the arguments, without module prefixes
+        text = re.sub(r"\b(?:[A-Za-z_]\w*\.)+(\w+)", r"\1", str(a.type)).replace("NoneType", "None")
+    else:
+        text = getattr(a.type, "__name__", str(a.type))
     return str(text).replace("typing.", "").replace("|", "or")
 
 
