@@ -90,12 +90,21 @@ def cli() -> None:
                    "judgments of unchanged outputs still come from the cache.")
 @click.option("--reuse-executions", is_flag=True,
               help="Reuse cached executions even of an opaque system such as http (as system.cache: reuse).")
+@click.option("--until-decided", is_flag=True,
+              help="Run the cases in a seeded random order, batch by batch, and stop as soon as the gate is "
+                   "decided (anytime-valid intervals; see docs/runs.md).")
+@click.option("--seed", type=int, default=None, metavar="N",
+              help="With --until-decided: the seed of the case order (default: the policy's, else 0).")
+@click.option("--batch", type=int, default=None, metavar="N",
+              help="With --until-decided: cases run between two looks (default: the policy's, else 10).")
 @output_options
-def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, junit: str | None,
-        junit_cases: bool, json_file: str | None, markdown: str | None) -> None:
+def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
+        seed: int | None, batch: int | None, junit: str | None, junit_cases: bool, json_file: str | None,
+        markdown: str | None) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
+    from .sequential import plan
     from .suite import load_suite
 
     if refresh and reuse_executions:
@@ -106,7 +115,8 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache,
                        executions=executions)
-    outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
+    sequential = plan(suite, until_decided, seed, batch)
+    outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache, sequential=sequential)
     _echo(render_run(outcome, suite.min_slice_support))
     if wanted:  # from the stored run: the files say what `inspect` and `export` say
         from .outputs import write_outputs

@@ -16,7 +16,7 @@ from attrs import frozen
 
 from . import stats
 from .config import Document
-from .display import points_cells
+from .display import fixed, percent, points_cells
 from .errors import ConfigError
 from .gate import Policy, Rule, decide_rule, gate, load_policy, policy_data
 from .identity import digest
@@ -120,8 +120,8 @@ class Decision:
 def describe(rule: Rule) -> str:
     """``non-inferiority, margin 5.0 points`` or ``floor, min 70.0%``."""
     if rule.kind == "floor":
-        return f"floor, min {100 * rule.min:.1f}%"
-    return f"{rule.kind}, margin {rule.margin or 0.0:.1f} points"
+        return f"floor, min {percent(rule.min)}"
+    return f"{rule.kind}, margin {fixed(rule.margin or 0.0, 1)} points"
 
 
 def decide(rule: Rule, p: Paired, confidence: float, metric: Any, changed: bool,

@@ -1,8 +1,34 @@
-"""How estimates print: the metric table's cells, with intervals rounded outward."""
+"""How estimates print: the metric table's cells, with intervals rounded outward.
+
+Every estimate is rounded to nearest with ties away from zero (1/16 shows 6.3%): proportions from
+their exact counts, other values from their shortest decimal form. Bounds are rounded outward.
+"""
 
 from __future__ import annotations
 
 from . import stats
+
+
+def fixed(x: float, places: int, sign: bool = False) -> str:
+    """``x`` to ``places`` decimals, ties away from zero (``0.6925`` -> ``0.693``); never ``-0.0``."""
+    rounded = stats.round_half_up(x, places) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return f"{rounded:+.{places}f}" if sign else f"{rounded:.{places}f}"
+
+
+def percent_of(k: int, n: int) -> str:
+    """``k / n`` as a percentage to 0.1, ties away from zero, in exact integer arithmetic (1/16 -> 6.3%)."""
+    tenths = (2000 * k + n) // (2 * n)  # floor(1000·k/n + 1/2) for 0 <= k <= n
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
+def percent(fraction: float) -> str:
+    """A fraction as a percentage to 0.1, ties away from zero (``0.6925`` -> ``69.3%``)."""
+    return fixed(100 * fraction, 1) + "%"
+
+
+def percent_bounds(low: float, high: float) -> str:
+    """``[38.5%, 91.0%]``: the bounds rounded outward to 0.1%."""
+    return f"[{stats.floor_to(100 * low, 1):.1f}%, {stats.ceil_to(100 * high, 1):.1f}%]"
 
 
 def _tail(missing: int, excluded: int) -> str:
@@ -13,8 +39,7 @@ def proportion_cells(k: int, n: int, low: float, high: float, missing: int, excl
     """``69.2%``, ``[38.5%, 91.0%]``, ``9 / 13 observed · 0 missing · 0 excluded``."""
     if n == 0:
         return "—", "—", f"0 / 0 observed · {_tail(missing, excluded)}"
-    return (f"{100 * k / n:.1f}%",
-            f"[{stats.floor_to(100 * low, 1):.1f}%, {stats.ceil_to(100 * high, 1):.1f}%]",
+    return (percent_of(k, n), percent_bounds(low, high),
             f"{k} / {n} observed · {_tail(missing, excluded)}")
 
 
@@ -22,11 +47,11 @@ def mean_cells(mean: float, n: int, low: float, high: float, missing: int, exclu
     """``0.866``, ``[0.506, 0.990]``, ``mean of 13 observed · 0 missing · 0 excluded``."""
     if n == 0:
         return "—", "—", f"mean of 0 observed · {_tail(missing, excluded)}"
-    return (f"{mean:.3f}", f"[{stats.floor_to(low, 3):.3f}, {stats.ceil_to(high, 3):.3f}]",
+    return (fixed(mean, 3), f"[{stats.floor_to(low, 3):.3f}, {stats.ceil_to(high, 3):.3f}]",
             f"mean of {n} observed · {_tail(missing, excluded)}")
 
 
 def points_cells(diff: float, low: float, high: float) -> tuple[str, str]:
     """A paired difference in percentage points: ``+6.7 points``, ``[-26.5, +40.8]``."""
-    return (f"{100 * diff:+.1f} points",
+    return (f"{fixed(100 * diff, 1, sign=True)} points",
             f"[{stats.floor_to(100 * low, 1):+.1f}, {stats.ceil_to(100 * high, 1):+.1f}]")

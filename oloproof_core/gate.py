@@ -36,6 +36,17 @@ class JudgeValidation:
 
 
 @frozen(kw_only=True)
+class SequentialOptions:
+    """``sequential:`` run the cases in a seeded random order, ``batch`` at a time, and stop as soon
+    as the gate is decided (``oloproof run --until-decided`` turns it on from the command line)."""
+
+    until_decided: bool = False
+    batch: int = 10
+    seed: int = 0
+    interval: str = "betting"  # or "adaptive-betting": predictable plug-in bets, narrower for spread-out data
+
+
+@frozen(kw_only=True)
 class Policy:
     """A gate policy: which verdicts block, at which confidence level, and the rules."""
 
@@ -44,6 +55,7 @@ class Policy:
     block_on: list[str] = field(factory=lambda: ["FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW"])
     rules: list[Rule] = field(factory=list)
     judge_validation: JudgeValidation = field(factory=JudgeValidation)
+    sequential: SequentialOptions = field(factory=SequentialOptions)
     where: dict = field(factory=dict, eq=False)  # rule id -> "file:line:col: $.rules[i]"
 
     def check_metrics(self, metrics: Mapping[str, Any], kinds: Sequence[str] = RUN_RULE_KINDS) -> None:
@@ -56,6 +68,13 @@ class Policy:
             if rule.kind not in kinds:
                 raise ConfigError(f"rule {rule.id!r} has kind {rule.kind!r}, which this command does not decide",
                                   where=self.where.get(rule.id), fix=f"use one of: {', '.join(kinds)}")
+            if rule.kind == "observed_count" and not getattr(metrics[rule.metric], "pass_fail", False):
+                # a score criterion records no failures, so the count would PASS whatever the scores
+                raise ConfigError(f"rule {rule.id!r} counts failures of {rule.metric!r}, which is not a pass/fail "
+                                  f"criterion (its metric is {getattr(metrics[rule.metric], 'name', '?')!r})",
+                                  where=self.where.get(rule.id),
+                                  fix=f"use an interval rule (`min: 0.8`) on {rule.metric}, or count failures of a "
+                                      "pass/fail criterion")
 
 
 def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Policy:
@@ -91,11 +110,19 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
         if verdict not in VERDICTS:
             raise ConfigError(f"unknown verdict {verdict!r}", where=doc.where(path + ("block_on", i)),
                               fix=f"use any of: {', '.join(VERDICTS)}")
+    if policy.sequential.interval not in ("betting", "adaptive-betting"):
+        raise ConfigError(f"unknown sequential interval {policy.sequential.interval!r}",
+                          where=doc.where(path + ("sequential", "interval")),
+                          fix="use betting (the default) or adaptive-betting")
+    if policy.sequential.batch < 1:
+        raise ConfigError(f"sequential.batch must be at least 1 case, got {policy.sequential.batch}",
+                          where=doc.where(path + ("sequential", "batch")), fix="write batch: 10")
     if policy.version != 1:
         raise ConfigError(f"unsupported policy version {policy.version}", where=doc.where(path + ("version",)),
                           fix="write version: 1")
     return Policy(version=policy.version, confidence_level=policy.confidence_level, block_on=policy.block_on,
-                  rules=policy.rules, judge_validation=policy.judge_validation, where=where)
+                  rules=policy.rules, judge_validation=policy.judge_validation, sequential=policy.sequential,
+                  where=where)
 
 
 @frozen(kw_only=True)
@@ -119,6 +146,8 @@ def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confi
         failures = sum(1 for j in judgments if j.status == "fail")
         if failures > rule.max_failures:
             return make("FAIL", "observed_failures_exceed_limit")
+        if not values:  # nothing was judged: no evidence that the failures are within the limit
+            return make("INSUFFICIENT_EVIDENCE", "no_observed_cases")
         if failures + missing > rule.max_failures:
             return make("INSUFFICIENT_EVIDENCE", "missing_cases_could_exceed_limit")
         return make("PASS", "observed_failures_within_limit")
@@ -144,6 +173,25 @@ def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confi
     return make("PASS", "interval_within_threshold")
 
 
+def decide_policy(policy: Policy, judgments: Mapping[str, Sequence[Judgment]], metrics: Mapping[str, Metric],
+                  confidence: float, judges: Mapping[str, str], store: Any, not_run: int = 0) -> list[Decision]:
+    """Every rule of ``policy`` on the judgments of the cases run, then the judge-validation check.
+
+    :param judges: criterion -> the judge's identity digest, for the criteria an LLM judges.
+    :param not_run: cases of the suite a sequential run has not run; an observed_count rule counts
+        them as possible failures (it is about the whole suite), an interval rule leaves them out.
+    """
+    decisions = []
+    for rule in policy.rules:
+        cases = list(judgments[rule.metric])
+        if rule.kind == "observed_count" and not_run:
+            cases += [Judgment.missing("not_run")] * not_run
+        decisions.append(decide_rule(rule, cases, metrics[rule.metric], confidence))
+    if judges:
+        decisions = require_validated_judges(decisions, judges, store, policy.judge_validation)
+    return decisions
+
+
 def gate(decisions: Sequence[Decision], block_on: Sequence[str]) -> tuple[str, ExitCode]:
     """``("PASS", 0)``, or ``("BLOCK", 1)`` when a blocking rule FAILed, else ``("BLOCK", 3)``."""
     blocking = [d for d in decisions if d.verdict in block_on]
@@ -154,6 +202,17 @@ def gate(decisions: Sequence[Decision], block_on: Sequence[str]) -> tuple[str, E
     return "BLOCK", ExitCode.BLOCKED
 
 
+def requirement_met(record: Mapping[str, Any], requirement: JudgeValidation) -> bool:
+    """Whether a stored validation compared at least ``min_cases`` cases and the lower bound of its
+    kappa interval (not the point estimate) is at least ``min_kappa``.
+
+    A record without ``kappa_bounds`` (made before the requirement read the bound) does not meet
+    it: validate again, which costs nothing for verdicts already in the judgment cache.
+    """
+    bounds = record.get("kappa_bounds")
+    return record.get("n", 0) >= requirement.min_cases and bounds is not None and bounds[0] >= requirement.min_kappa
+
+
 def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> bool:
     """Whether the latest stored validation of exactly this judge identity meets the policy's
     requirement (a later failing validation withdraws an earlier passing one)."""
@@ -161,8 +220,7 @@ def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> 
     for _, record in store.list_objects("judge_validation"):
         if record.get("identity") == identity:
             latest = record
-    return (latest is not None and latest.get("n", 0) >= requirement.min_cases
-            and latest.get("kappa") is not None and latest["kappa"] >= requirement.min_kappa)
+    return latest is not None and requirement_met(latest, requirement)
 
 
 def require_validated_judges(decisions: list[Decision], judges: Mapping[str, str], store: Any,
@@ -188,4 +246,6 @@ def policy_data(policy: Policy | None) -> dict | None:
 
     data = CONVERTER.unstructure(policy)
     data.pop("where", None)
+    if policy.sequential == SequentialOptions():  # unset: recorded as before, so content ids do not move
+        data.pop("sequential", None)
     return data

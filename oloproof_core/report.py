@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .display import fixed
+
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A box-drawn table; every cell padded to its column's width."""
@@ -40,6 +42,9 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out.append(f"Gate: UNDECIDED (the run was interrupted; exit {int(outcome.exit_code)})")
     else:
         out.append("Gate: none (no policy; exit 0)")
+    sequential = outcome.header.get("sequential")
+    if sequential:
+        out.append(sequential_line(sequential))
     out.append("")
     out += table(["metric", "estimate", f"{pct(confidence)} interval", "counts"],
                  [[name, *s.cells] for name, s in outcome.summaries.items()])
@@ -89,6 +94,19 @@ def missing_judgment_lines(outcome: Any) -> list[str]:
     return lines
 
 
+def sequential_line(record: dict) -> str:
+    """``Sequential: stopped when the gate was decided, after 40 of 200 cases ...``."""
+    calls = record["judge_calls_not_made"]
+    how = {"gate_decided": "stopped when the gate was decided", "all_cases_run": "ran every case",
+           "interrupted": "interrupted"}[record["stopped"]]
+    return (f"Sequential: {how}, after {record['cases_run']} of {record['cases_total']} cases "
+            f"(seed {record['seed']}, batches of {record['batch']}, {record['looks']} "
+            f"look{'' if record['looks'] == 1 else 's'}); {record['cases_not_run']} cases and up to {calls} judge "
+            f"call{'' if calls == 1 else 's'} not made; intervals are "
+            f"{'variance-adaptive ' if record.get('interval') == 'adaptive-betting' else ''}betting confidence "
+            "sequences, valid at every look")
+
+
 def cache_line(caches: dict) -> str:
     (eh, em), (jh, jm) = caches["execution"], caches["judgment"]
     return f"Cache: execution {eh} hit/{em} miss; judgment {jh} hit/{jm} miss"
@@ -110,7 +128,7 @@ def usage_line(criterion: str, spent: dict) -> str:
         if key in spent:
             parts.append(f"{int(spent[key]):,} {label}")
     if "cost" in spent:
-        parts.append(f"${spent['cost']:.4f}")
+        parts.append(f"${fixed(spent['cost'], 4)}")
     return f"Usage: {criterion} " + " · ".join(parts)
 
 
@@ -127,7 +145,7 @@ def judgment_word(j: dict) -> str:
     if status == "fail":
         return "failed"
     if status == "score":
-        return f"score {j['value']:.3f}"
+        return f"score {fixed(j['value'], 3)}"
     return f"{status} ({j.get('reason')})"
 
 
@@ -195,4 +213,83 @@ def render_case(record: dict) -> list[str]:
             out.append(f"      rationale: {detail['rationale']}")
         if detail.get("raw") is not None:
             out.append(f"      raw reply: {short_json(detail['raw'])}")
+    return out
+
+
+def render_validation(record: dict, spec: Any) -> list[str]:
+    """The report of ``oloproof judge validate``: the 2×2 table, the measures with intervals, the
+    methods and the requirement."""
+    from .agreement import KAPPA_METHOD, RATE_METHOD
+    from .display import percent, percent_bounds, percent_of
+    from .stats import ceil_to, floor_to
+
+    extra = spec.identity.get("extra") or {}
+    about = " · ".join(str(x) for x in (spec.type, extra.get("provider"), extra.get("model"),
+                                        extra.get("prompt_version") and f"prompt {extra['prompt_version']}") if x)
+    counts = record["table"]
+    lost = sum(record["missing"].values()) + sum(record["excluded"].values())
+    reasons = ", ".join(f"{reason} {count}" for reason, count in {**record["missing"], **record["excluded"]}.items())
+    sources = [f"run {record['run']} ({record['labels']['count'] - record['outputs_from_labels']} cases)"] \
+        if record["run"] else []
+    if record["outputs_from_labels"]:
+        sources.append(f"the labels file ({record['outputs_from_labels']} cases)")
+    out = [f"Judge validation of {record['criterion']} ({about})",
+           f"Labels: {record['labels']['file']} · {record['labels']['count']} labelled · {record['n']} compared · "
+           f"{lost} not judged" + (f" ({reasons})" if reasons else ""),
+           f"Outputs: {', '.join(sources)}", ""]
+    out += table(["", "human pass", "human fail"],
+                 [["judge pass", str(counts["judge_pass_human_pass"]), str(counts["judge_pass_human_fail"])],
+                  ["judge fail", str(counts["judge_fail_human_pass"]), str(counts["judge_fail_human_fail"])]])
+
+    def rate_cells(r: dict) -> list[str]:
+        if r["value"] is None:
+            return ["—", "—", "0 / 0"]
+        return [percent_of(r["k"], r["n"]), percent_bounds(r["low"], r["high"]), f"{r['k']} / {r['n']}"]
+
+    kappa, bounds = record["kappa"], record.get("kappa_bounds")
+    if kappa is None:
+        kappa_cells = ["undefined", "—", f"n {record['n']}"]
+    elif bounds is None:
+        kappa_cells = [fixed(kappa, 3), "—", f"n {record['n']}"]
+    else:
+        kappa_cells = [fixed(kappa, 3), f"[{floor_to(bounds[0], 3):.3f}, {ceil_to(bounds[1], 3):.3f}]",
+                       f"n {record['n']}"]
+    level = pct(record["confidence_level"])
+    out += table(["measure", "estimate", f"{level} interval", "counts"],
+                 [["agreement", *rate_cells(record["agreement"])], ["Cohen's kappa", *kappa_cells],
+                  ["true-positive rate", *rate_cells(record["true_positive_rate"])],
+                  ["true-negative rate", *rate_cells(record["true_negative_rate"])]])
+    run_rate = record.get("run_rate")
+    if run_rate:
+        naive, ppi = run_rate["judge_only"], run_rate["prediction_powered"]
+        labels = ppi["labels"]
+        out.append(f"Pass rate of {record['criterion']} in run {record['run']}:")
+        out += table(["estimate of", "estimate", f"{level} interval", "from"],
+                     [["judge only (the gate)", percent(naive["value"]), percent_bounds(naive["low"], naive["high"]),
+                       f"{naive['observed']} judged"],
+                      ["human labels only", *rate_cells(labels)[:2], f"{labels['n']} labelled"],
+                      ["prediction-powered", percent(ppi["value"]), "—",
+                       f"{ppi['unlabelled']} judged + {ppi['labelled']} labelled"]])
+    out.append(f"Intervals: rates {RATE_METHOD}; {KAPPA_METHOD}.")
+    if run_rate:
+        out.append("Human level: the labels' own Clopper-Pearson interval. Prediction-powered (Angelopoulos et al. "
+                   "2023, Science 382(6671):669-674): the judge's rate on the unlabelled cases minus its mean error "
+                   "on the labelled ones, an estimate without an interval (its large-sample interval under-covers "
+                   "at these sizes). The gate decides on the judge-only interval.")
+    if kappa is None:
+        out.append("Kappa is undefined: the judge and the humans each gave one and the same label to every case.")
+    elif record["one_sided"]:
+        who = "the humans gave every case the same label" if record["one_sided"] == "humans" else \
+            "the judge gave every case the same verdict"
+        out.append(f"Kappa is 0 by construction and has no interval: {who}; label cases of both kinds.")
+    requirement = record.get("requirement")
+    if requirement is None:
+        out.append("Requirement: none (the suite has no policy)")
+    else:
+        verdict = "met: rules on this criterion may gate" if requirement["met"] else \
+            "not met: rules on this criterion stay MANUAL_REVIEW (judge_not_validated)"
+        out.append(f"Requirement (policy judge_validation: lower bound of kappa at least {requirement['min_kappa']:g}, "
+                   f"min_cases {requirement['min_cases']}): {verdict}")
+    if not getattr(spec.evaluator, "judge", False):
+        out.append(f"Note: {spec.type} is not an LLM judge; the gate does not need this validation.")
     return out

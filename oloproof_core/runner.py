@@ -1,6 +1,7 @@
 """The runner: cases -> system (execution.py) -> evaluators -> metrics -> gate -> store.
 
-Results are always reported in case order, whatever the concurrency.
+Results are always reported in case order, whatever the concurrency; a sequential run's
+(``sequential.py``) in the order its cases ran.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from attrs import field, frozen
 
 from .errors import EvaluationError, ExitCode
 from .execution import execute_cases
-from .gate import Decision, decide_rule, gate, policy_data, require_validated_judges
+from .gate import Decision, decide_policy, gate, policy_data
 from .identity import digest
 from .model import Case, Execution, Judgment, Summary
 from .plugins import Plugins
@@ -136,12 +137,17 @@ def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], ca
     return judgments
 
 
-def summarize(suite: Suite, results: list[CaseResult], confidence: float) -> tuple[dict, list]:
-    """The metric of every criterion, then the exploratory slice table."""
+def summarize(suite: Suite, results: list[CaseResult], confidence: float,
+              metrics: dict | None = None) -> tuple[dict, list]:
+    """The metric of every criterion, then the exploratory slice table.
+
+    :param metrics: criterion -> metric, when not the suite's own (a sequential run's anytime ones).
+    """
+    metrics = suite.metrics if metrics is None else metrics
     summaries = {}
     for spec in suite.evaluators:
         criterion = spec.evaluator.criterion
-        summaries[criterion] = suite.metrics[criterion].summarize([r.judgments[criterion] for r in results],
+        summaries[criterion] = metrics[criterion].summarize([r.judgments[criterion] for r in results],
                                                                   confidence)
     rows: list[tuple[str, str, str, Summary | None]] = []
     for slice_ in suite.slices:
@@ -154,15 +160,18 @@ def summarize(suite: Suite, results: list[CaseResult], confidence: float) -> tup
             members = groups[key]
             for spec in suite.evaluators:
                 criterion = spec.evaluator.criterion
-                summary = suite.metrics[criterion].summarize([r.judgments[criterion] for r in members], confidence)
+                summary = metrics[criterion].summarize([r.judgments[criterion] for r in members], confidence)
                 rows.append((slice_.name, key, criterion, summary))
     return summaries, rows
 
 
-def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True) -> RunOutcome:
+def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True,
+              sequential: Any = None) -> RunOutcome:
     """Execute, judge, summarise, decide and store one run.
 
     :param use_cache: False re-executes and re-judges every case (the caches are still written).
+    :param sequential: a :class:`~oloproof_core.sequential.Sequential`: run the cases in its seeded
+        order, batch by batch, until the gate is decided, with anytime-valid intervals.
     """
     run_id = new_run_id()
     system = suite.system
@@ -175,27 +184,36 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
               "metrics": {s.evaluator.criterion: s.evaluator.metric for s in suite.evaluators},
               "cases": len(suite.cases)}
     plugins.pm.hook.oloproof_run_started(run=header)
-    executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache, run_id)
-    judgments = judge_cases(suite, store, executions, caches, use_cache)
+    confidence = suite.policy.confidence_level if suite.policy else 0.95
+    judges = {s.evaluator.criterion: digest(s.identity) for s in suite.evaluators
+              if getattr(s.evaluator, "judge", False) is True}
+    cases, metrics, not_run = list(suite.cases), suite.metrics, 0
+    if sequential is None:
+        executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache, run_id)
+        judgments = judge_cases(suite, store, executions, caches, use_cache)
+    else:  # batch by batch until the gate is decided (sequential.py)
+        def decide(by_criterion: dict, anytime: dict, left: int) -> list[Decision]:
+            return decide_policy(suite.policy, by_criterion, anytime, confidence, judges, store, left)
+
+        step = sequential.run(suite, plugins, store, caches, use_cache, decide, run_id)
+        cases, metrics = [suite.cases[i] for i in step.indices], step.metrics
+        executions, judgments, interrupted = step.executions, step.judgments, step.interrupted
+        not_run = len(suite.cases) - len(cases)
+        header.update(sequential=step.record, cases=len(cases))
     results = [CaseResult(case=c, execution=e, judgments=j,
                           slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
-               for c, e, j in zip(suite.cases, executions, judgments)]
+               for c, e, j in zip(cases, executions, judgments)]
     stage_counts = getattr(system, "stage_counts", None)
     if stage_counts is not None:
         caches["stages"] = stage_counts()
 
-    confidence = suite.policy.confidence_level if suite.policy else 0.95
-    summaries, slice_rows = summarize(suite, results, confidence)
+    summaries, slice_rows = summarize(suite, results, confidence, metrics)
     decisions: list[Decision] = []
     verdict, exit_code = None, ExitCode.OK
     if suite.policy is not None and not interrupted:
-        for rule in suite.policy.rules:
-            decisions.append(decide_rule(rule, [r.judgments[rule.metric] for r in results],
-                                         suite.metrics[rule.metric], confidence))
-        judges = {s.evaluator.criterion: digest(s.identity) for s in suite.evaluators
-                  if getattr(s.evaluator, "judge", False) is True}
-        if judges:
-            decisions = require_validated_judges(decisions, judges, store, suite.policy.judge_validation)
+        by_criterion = {s.evaluator.criterion: [r.judgments[s.evaluator.criterion] for r in results]
+                        for s in suite.evaluators}
+        decisions = decide_policy(suite.policy, by_criterion, metrics, confidence, judges, store, not_run)
         verdict, exit_code = gate(decisions, suite.policy.block_on)
     measured = any(j.observed for r in results for j in r.judgments.values())
     if interrupted:
@@ -205,7 +223,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         if suite.policy is not None:
             verdict, exit_code = "BLOCK", ExitCode.BLOCKED
     else:
-        state = ("DECIDED" if suite.policy is not None else "UNGATED") + "/COMPLETE"
+        state = ("DECIDED" if suite.policy is not None else "UNGATED") + ("/SEQUENTIAL" if sequential else "/COMPLETE")
     header["state"] = state
     header["slices"] = [s.name for s in suite.slices]
     header["min_slice_support"] = suite.min_slice_support

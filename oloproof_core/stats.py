@@ -173,11 +173,12 @@ def planning_total(
 
     For N = n+1, n+2, ..., scale the discordant counts b_N = floor(N·b/n + 0.5) and
     c_N = floor(N·c/n + 0.5) and take the paired interval [L, U] of N differences in {-1, 0, +1};
-    the rule is decided when L > -margin (PASS) or U < -margin (FAIL). Rounding makes this
-    non-monotone in N, so every N is checked in order. Because K⁺ falls and K⁻ rises in m,
-    L > -margin exactly when K⁺(m₀) > 2/α at m₀ = (1 - margin)/2 (likewise U with K⁻), so each N
-    costs two O(19 × 3) capital evaluations and no root finding; the first hit is confirmed with
-    :func:`paired_difference`'s own bounds.
+    the rule is decided when L > -margin (PASS) or U < -margin (FAIL). A total whose scaled counts
+    exceed it (b_N + c_N > N: every pair discordant, both counts rounded up) is no possible
+    dataset and is skipped. Rounding makes this non-monotone in N, so every N is checked in order.
+    Because K⁺ falls and K⁻ rises in m, L > -margin exactly when K⁺(m₀) > 2/α at
+    m₀ = (1 - margin)/2 (likewise U with K⁻), so each N costs two O(19 × 3) capital evaluations
+    and no root finding; the first hit is confirmed with :func:`paired_difference`'s own bounds.
 
     :param b: observed pass-to-fail pairs (baseline passed, candidate failed).
     :param c: observed fail-to-pass pairs.
@@ -213,8 +214,11 @@ def planning_total(
     while start <= limit:
         totals = np.arange(start, min(start + chunk, limit + 1), dtype=np.int64)
         b_n, c_n = _scaled(b, totals, n), _scaled(c, totals, n)
-        grouped = np.vstack([b_n, totals - b_n - c_n, c_n]).astype(float)
-        hits = decided(log_up, grouped) | decided(log_down, grouped)
+        # Rounding both counts up can ask for more discordant pairs than pairs (every pair discordant,
+        # an odd total): no such dataset exists, so that total is skipped.
+        possible = b_n + c_n <= totals
+        grouped = np.vstack([b_n, np.maximum(totals - b_n - c_n, 0), c_n]).astype(float)
+        hits = (decided(log_up, grouped) | decided(log_down, grouped)) & possible
         for index in np.flatnonzero(hits):
             total, worse, better = int(totals[index]), int(b_n[index]), int(c_n[index])
             # Confirm with the interval itself; they differ only when a bound sits at -margin.

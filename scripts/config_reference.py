@@ -7,12 +7,14 @@ the page is out of date.
 
 from __future__ import annotations
 
+import re
 import sys
+import typing
 from pathlib import Path
 
 import attrs
 
-from oloproof_core.gate import JudgeValidation, Policy, Rule
+from oloproof_core.gate import JudgeValidation, Policy, Rule, SequentialOptions
 from oloproof_core.plugins import Plugins, make_plugin_manager
 from oloproof_core.suite import Skeleton
 
@@ -29,8 +31,13 @@ anything runs or is stored.
 
 
 def type_name(a: attrs.Attribute) -> str:
-    # as written, whether or not attrs has resolved the annotations yet (loading a suite does)
-    text = a.type if isinstance(a.type, str) else a.type.__name__ if isinstance(a.type, type) else str(a.type)
+    """The annotation as written (``list[str]``), whether or not something resolved it to a type."""
+    if isinstance(a.type, str):
+        text = a.type
+    elif typing.get_args(a.type):  # list[str], float | None: spell the arguments, without module prefixes
+        text = re.sub(r"\b(?:[A-Za-z_]\w*\.)+(\w+)", r"\1", str(a.type)).replace("NoneType", "None")
+    else:
+        text = getattr(a.type, "__name__", str(a.type))
     return str(text).replace("typing.", "").replace("|", "or")
 
 
@@ -74,10 +81,14 @@ def render() -> str:
             "(`oloproof compare --policy FILE`) share these keys.", ""]
     out += table(Policy, skip=("where",))
     out += ["### `rules[]`", "", "Run policies take kinds `interval` (with `min` and/or `max`, fractions) and "
-            "`observed_count` (with `max_failures`); comparison policies take `non-inferiority` and `superiority` "
-            "(with `margin`, in points) and `floor` (with `min`).", ""]
+            "`observed_count` (with `max_failures`; pass/fail criteria only); comparison policies take "
+            "`non-inferiority` and `superiority` (with `margin`, in points) and `floor` (with `min`).", ""]
     out += table(Rule)
     out += ["### `judge_validation`", ""] + table(JudgeValidation)
+    out += ["### `sequential`", "", "Run policies only: with `until_decided: true`, `oloproof run` runs the cases in a "
+            "seeded random order, `batch` at a time, and stops as soon as the gate is decided (see runs.md); "
+            "`--until-decided`, `--seed` and `--batch` set the same from the command line.", ""]
+    out += table(SequentialOptions)
     return "\n".join(out).rstrip() + "\n"
 
 

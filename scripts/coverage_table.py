@@ -178,13 +178,18 @@ def paired_contrast_rows(points, replicates: int, seed: int):
         yield n, worse, better, truth, replicates, cells
 
 
+CLOPPER_POINTS = [(13, 0.7), (13, 0.95), (50, 0.5), (50, 0.9), (200, 0.98)]
+BETTING_POINTS = [(13, 0.7), (50, 0.9), (200, 0.5)]
+PAIRED_POINTS = [(15, 0.05, 0.10), (50, 0.10, 0.10), (200, 0.02, 0.08)]
+
+
 def print_methods_table(seed: int, discrete: int, scores: int) -> None:
-    clopper_points = [(13, 0.7), (13, 0.95), (50, 0.5), (50, 0.9), (200, 0.98)]
+    clopper_points = CLOPPER_POINTS
     score_points = [(13, 2, 5), (50, 2, 5), (200, 2, 5), (13, 5, 1), (50, 5, 1)]
-    paired_points = [(15, 0.05, 0.10), (50, 0.10, 0.10), (200, 0.02, 0.08)]
+    paired_points = PAIRED_POINTS
     rows = [
         *proportion_rows("clopper", clopper_points, discrete, seed),
-        *proportion_rows("betting", [(13, 0.7), (50, 0.9), (200, 0.5)], discrete, seed),
+        *proportion_rows("betting", BETTING_POINTS, discrete, seed),
         *score_rows(score_points, scores, seed),
         *paired_rows(paired_points, discrete, seed),
         *paired_score_rows([(13, 0.7), (50, 0.7), (200, 0.7), (50, 0.0)], scores, seed),
@@ -195,13 +200,17 @@ def print_methods_table(seed: int, discrete: int, scores: int) -> None:
         "| 3 s.e. at nominal | exact coverage | mean width |"
     )
     print("|---|---|---:|---|---:|---:|---:|---:|---:|")
-    for method, data, n, truth, replicates, coverage, exact, width in rows:
-        tolerance = 3 * math.sqrt(CONFIDENCE * (1 - CONFIDENCE) / replicates)
-        exact_text = "" if exact is None else f"{exact:.4f}"
-        print(
-            f"| {method} | {data} | {n} | {truth} | {replicates} | {coverage:.4f} "
-            f"| {tolerance:.4f} | {exact_text} | {width:.3f} |"
-        )
+    for row in rows:
+        print(format_row(row))
+
+
+def format_row(row: tuple) -> str:
+    """One markdown row of the methods table, as docs/statistics.md shows it."""
+    method, data, n, truth, replicates, coverage, exact, width = row
+    tolerance = 3 * math.sqrt(CONFIDENCE * (1 - CONFIDENCE) / replicates)
+    exact_text = "" if exact is None else f"{exact:.4f}"
+    return (f"| {method} | {data} | {n} | {truth} | {replicates} | {coverage:.4f} "
+            f"| {tolerance:.4f} | {exact_text} | {width:.3f} |")
 
 
 def print_paired_wald_table(seed: int, discrete: int) -> None:

@@ -13,6 +13,7 @@ from oloproof import Judgment, Summary, display, hookimpl, stats, tally
 
 class Proportion:
     name = "proportion"
+    pass_fail = True  # its judgments pass or fail, so an observed_count rule may count the failures
 
     def interval(self, values: Sequence[float], confidence: float) -> tuple[float, float]:
         return stats.clopper_pearson(int(round(sum(values))), len(values), confidence)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from conftest import case, olo
 
 POLICY = """
@@ -203,3 +204,45 @@ def test_missing_cases_are_summarised_and_an_empty_slice_is_noted(project):
     result = project.run("run")
     assert "Missing: 2 of 3 cases produced no output: error: RuntimeError: boom (2)" in result.out
     assert "Slice metadata.topc: no case has a value for it (check the field name)" in result.out
+
+
+def test_an_observed_count_rule_on_a_score_criterion_is_a_config_error(tmp_path):
+    # Regression: a score criterion records no failures, so such a rule PASSed whatever the scores.
+    from oloproof import ConfigError
+    from oloproof_core.config import Document
+    from oloproof_core.gate import load_policy
+
+    class Proportion:
+        name, pass_fail = "proportion", True
+
+    class Mean:
+        name = "mean"
+
+    (tmp_path / "oloproof.yaml").write_text("""policy:
+  version: 1
+  rules:
+    - {id: fine, metric: answer_correct, kind: observed_count, max_failures: 0}
+    - {id: never-fails, metric: ndcg_at_6, kind: observed_count, max_failures: 0}
+""")
+    doc = Document.load(tmp_path / "oloproof.yaml")
+    policy = load_policy(doc, doc.data["policy"], tmp_path, ("policy",))
+    with pytest.raises(ConfigError) as caught:
+        policy.check_metrics({"answer_correct": Proportion(), "ndcg_at_6": Mean()})
+    assert caught.value.render() == (
+        "oloproof.yaml:5:7: $.policy.rules[1]: rule 'never-fails' counts failures of 'ndcg_at_6', which is not a "
+        "pass/fail criterion (its metric is 'mean'); fix: use an interval rule (`min: 0.8`) on ndcg_at_6, or count "
+        "failures of a pass/fail criterion")
+
+
+def test_an_observed_count_rule_with_no_observed_case_is_insufficient_evidence(project):
+    # Regression: with every case excluded there were 0 failures, and the rule PASSed on no evidence.
+    project.cases([{**case(i), "expected": {}} for i in range(4)])  # no expected answer: all excluded
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + """
+policy:
+  version: 1
+  rules:
+    - {id: zero, metric: answer_correct, kind: observed_count, max_failures: 0}
+""")
+    result = project.run("run")
+    assert result.code == 3, result
+    assert ["zero", "answer_correct", "INSUFFICIENT_EVIDENCE", "no_observed_cases"] in rows(result.out)

@@ -291,6 +291,22 @@ def test_planning_total_is_the_first_deciding_total(b, c, n, margin):
     assert not any(decided_at(t, b, c, n, margin) for t in range(n + 1, total))
 
 
+def possible(total: int, b: int, c: int, n: int) -> bool:
+    return math.floor(total * b / n + 0.5) + math.floor(total * c / n + 0.5) <= total
+
+
+@pytest.mark.parametrize(("b", "c", "n", "margin"), [(11, 11, 22, 0.60), (5, 4, 9, 0.3), (3, 0, 3, 0.1), (7, 6, 13, 0.5)])
+def test_planning_total_only_evaluates_possible_datasets(b, c, n, margin):
+    # Regression: with every pair discordant, both scaled counts round up at odd totals; (11, 11, 22) at
+    # 23 pairs asked for 12 + 12 = 24 discordant pairs among 23 and returned 23.
+    total = planning_total(b, c, n, margin)
+    assert total is not None and possible(total, b, c, n)
+    assert decided_at(total, b, c, n, margin)
+    assert not any(possible(t, b, c, n) and decided_at(t, b, c, n, margin) for t in range(n + 1, total))
+    if (b, c, n) == (11, 11, 22):
+        assert not possible(23, b, c, n) and total == 24
+
+
 def test_planning_total_none_cases_and_errors():
     assert planning_total(0, 0, 13, 0.05) is None  # no discordant pair: nothing to plan
     assert planning_total(1, 1, 15, 0.0) is None  # a zero difference never clears a zero margin
@@ -333,3 +349,20 @@ def test_import_does_not_load_scipy():
     command = [sys.executable, "-W", "error", "-c", code]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_every_shown_estimate_rounds_ties_away_from_zero():
+    # Regression: 1/16 showed 6.2% (half-even on the binary value); docs/statistics.md says ties away from zero.
+    from decimal import ROUND_HALF_UP, Decimal
+
+    from oloproof_core.display import fixed, percent, percent_of, points_cells, proportion_cells
+
+    assert percent_of(1, 16) == "6.3%" and proportion_cells(1, 16, 0.0, 0.3, 0, 0)[0] == "6.3%"
+    for n in range(1, 201):
+        for k in range(n + 1):
+            want = (Decimal(100 * k) / Decimal(n)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+            assert percent_of(k, n) == f"{want}%", (k, n)
+    assert percent(0.0625) == "6.3%" and percent(0.69230769) == "69.2%"
+    assert fixed(0.6925, 3) == "0.693" and fixed(0.8655, 3) == "0.866" and fixed(-0.0625, 3) == "-0.063"
+    assert points_cells(1 / 16, -0.2, 0.3)[0] == "+6.3 points" and points_cells(-1 / 16, -0.3, 0.2)[0] == "-6.3 points"
+    assert points_cells(-1e-18, -0.336, 0.336)[0] == "+0.0 points"  # never "-0.0"

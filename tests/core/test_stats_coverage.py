@@ -123,3 +123,61 @@ def test_paired_coverage_on_scores(n, weight):
         candidate = weight * baseline + (1 - weight) * rng.beta(3, 2, n)
         bounds.append(paired_difference(candidate, baseline, CONFIDENCE)[1:])
     assert coverage(bounds, (1 - weight) * 0.1) >= CONFIDENCE - tolerance(replicates)
+
+
+def hoeffding(k: int, n: int) -> tuple[float, float]:
+    half = math.sqrt(math.log(2 / (1 - CONFIDENCE)) / (2 * n))
+    return max(0.0, k / n - half), min(1.0, k / n + half)
+
+
+def test_hoeffding_is_also_valid_and_narrower_at_one_half():
+    # docs/statistics.md: the betting interval's width is not the price of validity.
+    n, p = 200, 0.5
+    assert exact_pass_fail(hoeffding, n, p) >= CONFIDENCE
+    betting_low, betting_high = pass_fail_betting(100, n)
+    low, high = hoeffding(100, n)
+    assert high - low == pytest.approx(0.192, abs=5e-4) and betting_high - betting_low == pytest.approx(0.233, abs=5e-4)
+    # ... while the betting interval adapts to low variance, where Hoeffding's width stays 0.192
+    low, high = pass_fail_betting(190, n)
+    assert high - low < 0.1
+
+
+def false_fail(n: int, threshold: float) -> float:
+    """P(a min rule FAILs) when the true pass rate is exactly at ``threshold``, by enumeration."""
+    from scipy.stats import binom
+
+    return float(sum(binom.pmf(k, n, threshold) for k in range(n + 1) if exact_interval(k, n)[1] < threshold))
+
+
+def false_pass(n: int, threshold: float) -> float:
+    from scipy.stats import binom
+
+    return float(sum(binom.pmf(k, n, threshold) for k in range(n + 1) if exact_interval(k, n)[0] >= threshold))
+
+
+@pytest.mark.parametrize(("n", "threshold", "any_of_20"), [(50, 0.7, 0.219), (200, 0.8, 0.379), (50, 0.9, 0.392)])
+def test_many_rules_inflate_false_fail_not_false_pass(n, threshold, any_of_20):
+    # Each threshold decision is a one-sided test at 2.5%; with 20 independent rules at their thresholds the
+    # chance that one FAILs (and blocks the gate) is 1 - (1 - f)^20, the figures of docs/statistics.md.
+    fail, passed = false_fail(n, threshold), false_pass(n, threshold)
+    assert fail <= 0.025 and passed <= 0.025
+    assert 1 - (1 - fail) ** 20 == pytest.approx(any_of_20, abs=5e-4)
+
+
+def test_the_documented_coverage_table_is_what_the_script_prints():
+    # docs/statistics.md's table is the output of scripts/coverage_table.py; the discrete rows (the cheap ones)
+    # are regenerated here with the documented seed and replicates and must appear there verbatim.
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("coverage_table", root / "scripts" / "coverage_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    page = (root / "docs" / "statistics.md").read_text(encoding="utf-8")
+    assert "Nominal level 95%, seed 20240601." in page
+    rows = [*script.proportion_rows("clopper", script.CLOPPER_POINTS, 4000, 20240601),
+            *script.proportion_rows("betting", script.BETTING_POINTS, 4000, 20240601),
+            *script.paired_rows(script.PAIRED_POINTS[:2], 4000, 20240601)]
+    for row in rows:
+        assert script.format_row(row) in page.splitlines(), script.format_row(row)

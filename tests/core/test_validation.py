@@ -17,6 +17,7 @@ import pytest
 from conftest import case
 
 from oloproof import ConfigError, digest
+from oloproof_core.stats import clopper_pearson
 from oloproof_core.validation import (Table, cohen_kappa, kappa_interval, kappa_standard_error, load_labels,
                                       one_sided, prediction_powered, rate)
 
@@ -94,19 +95,26 @@ def test_degenerate_tables():
 
 
 def test_prediction_powered_by_hand():
-    # 10 unlabelled cases, 7 passed by the judge: mean 0.7, sample variance 0.7 · 0.3 · 10/9 = 0.23333
-    # 8 labelled: judge and human agree on 6, the judge passes 2 the humans fail: errors f - y = 1, 1, 0 × 6,
-    # mean 0.25, sample variance 0.25 · 0.75 · 8/7 = 0.21429
-    # θ = 0.7 - 0.25 = 0.45; SE = √(0.23333/10 + 0.21429/8) = √0.050119 = 0.223873; ± 1.959964 · SE = ± 0.438783
+    # 10 unlabelled cases, 7 passed by the judge; 8 labelled: judge and human agree on 6, the judge passes
+    # 2 the humans fail: errors f - y = 1, 1, 0 × 6, mean 0.25. θ = 0.7 - 0.25 = 0.45.
+    # Variances with two pseudo-cases of each kind: f̃ = (7 + 1)/12, var 2/9; errors (2 + 1)/10 - (2/10)² = 0.26.
+    # SE = √(2/90 + 0.26/8) = √0.0547222 = 0.233928
     got = prediction_powered([1.0] * 7 + [0.0] * 3, [1.0] * 6 + [0.0] * 2, [1.0] * 4 + [0.0] * 4, 0.95)
     assert got["value"] == pytest.approx(0.45, abs=1e-12)
-    assert got["standard_error"] == pytest.approx(0.223873, abs=5e-7)
-    assert (got["low"], got["high"]) == (pytest.approx(0.011217, abs=5e-7), pytest.approx(0.888783, abs=5e-7))
+    assert got["standard_error"] == pytest.approx(0.233928, abs=5e-7)
+    assert "low" not in got and "high" not in got  # a large-sample figure: no printed interval
+    assert got["labels"] == rate(4, 8, 0.95)  # the human-level interval: the labels' own Clopper-Pearson
     assert (got["unlabelled"], got["labelled"]) == (10, 8)
     assert prediction_powered([1.0], [1.0, 0.0], [1.0, 0.0], 0.95) is None
     assert prediction_powered([1.0, 0.0], [1.0], [1.0], 0.95) is None
-    clipped = prediction_powered([1.0] * 9 + [0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 0.95)
-    assert clipped["high"] == 1.0 and clipped["value"] == pytest.approx(0.9 + 1 / 3)
+
+
+def test_prediction_powered_never_claims_certainty():
+    # Regression: with every case passed and no judge error the large-sample interval was [1.0, 1.0].
+    got = prediction_powered([1.0] * 10, [1.0] * 25 + [0.0] * 5, [1.0] * 25 + [0.0] * 5, 0.95)
+    assert got["value"] == 1.0 and got["standard_error"] > 0.05
+    low, high = got["labels"]["low"], got["labels"]["high"]
+    assert (low, high) == pytest.approx(clopper_pearson(25, 30, 0.95)) and high < 1.0
 
 
 # -- the labels file -----------------------------------------------------------------------------
@@ -188,13 +196,14 @@ Outputs: run {run} (38 cases)
 │ measure            │ estimate │ 95% interval   │ counts  │
 ├────────────────────┼──────────┼────────────────┼─────────┤
 │ agreement          │ 86.8%    │ [71.9%, 95.6%] │ 33 / 38 │
-│ Cohen's kappa      │ 0.728    │ [0.506, 0.950] │ n 38    │
+│ Cohen's kappa      │ 0.728    │ [0.125, 0.971] │ n 38    │
 │ true-positive rate │ 90.9%    │ [70.8%, 98.9%] │ 20 / 22 │
-│ true-negative rate │ 81.2%    │ [54.3%, 96.0%] │ 13 / 16 │
+│ true-negative rate │ 81.3%    │ [54.3%, 96.0%] │ 13 / 16 │
 └────────────────────┴──────────┴────────────────┴─────────┘
-Intervals: rates Clopper-Pearson (1934), exact; kappa ± z·SE, SE from Fleiss, Cohen & Everitt (1969), \
-Psychological Bulletin 72(5):323-327, clipped to [-1, 1].
-Requirement (policy judge_validation: min_kappa 0.6, min_cases 30): met: rules on this criterion may gate
+Intervals: rates Clopper-Pearson (1934), exact; kappa from Clopper-Pearson bounds on the true-positive rate, \
+the true-negative rate and the human pass rate (Šidák-combined, each at 1 - (1 - α/2)^(1/3)).
+Requirement (policy judge_validation: lower bound of kappa at least 0.6, min_cases 30): not met: rules on this \
+criterion stay MANUAL_REVIEW (judge_not_validated)
 Note: contains is not an LLM judge; the gate does not need this validation.
 Validation: {id}
 """
@@ -219,7 +228,7 @@ def test_validate_reports_the_worked_example_and_stores_it_under_the_judges_iden
     assert project.run("run").code == 0
     run_id = project.runs()[-1]
     result = project.run("judge", "validate", "--labels", "labels.jsonl", "--criterion", "answer_correct")
-    assert result.code == 0, result
+    assert result.code == 3, result  # kappa 0.728, but its lower bound 0.125 is below min_kappa 0.6
     [(object_id, record)] = stored(project)
     assert result.out == REPORT.format(run=run_id, id=object_id)
     assert object_id == "sha256:" + digest(record)
@@ -227,6 +236,8 @@ def test_validate_reports_the_worked_example_and_stores_it_under_the_judges_iden
         header = json.loads(db.execute("SELECT header FROM runs").fetchone()[0])
     assert record["identity"] == digest(header["evaluators"]["answer_correct"])
     assert (record["n"], record["run"], record["kappa"]) == (38, run_id, pytest.approx(508 / 698))
+    assert record["kappa_large_sample"] == [pytest.approx(0.506082, abs=5e-7), pytest.approx(0.949505, abs=5e-7)]
+    assert record["requirement"]["met"] is False
     assert record["table"] == {"judge_pass_human_pass": 20, "judge_pass_human_fail": 3, "judge_fail_human_pass": 2,
                                "judge_fail_human_fail": 13}
     assert record["true_positive_rate"]["k"] == 20 and record["true_negative_rate"]["n"] == 16
@@ -242,15 +253,16 @@ def test_a_run_with_unlabelled_cases_gets_a_prediction_powered_pass_rate_beside_
     project.cases(rows + [case(i, ok=i < 45) for i in range(38, 48)])  # 10 unlabelled, 7 pass
     project.run("run")
     result = project.run("judge", "validate", "--labels", "labels.jsonl", "--criterion", "answer_correct")
-    assert result.code == 0, result
-    # judge only: 30 of 48 = 62.5%, Clopper-Pearson [0.47351, 0.76048]. Prediction-powered: 0.7 - (3 - 2)/38 = 0.673684;
-    # SE² = 0.23333/10 + ((5 - 38 · (1/38)²)/37)/38 = 0.0233333 + 0.0035375; 0.673684 ± 1.959964 · 0.163923
+    assert result.code == 3, result
+    # judge only: 30 of 48 = 62.5%, Clopper-Pearson [0.47351, 0.76048]. Human labels: 22 of 38, Clopper-Pearson
+    # [0.40821, 0.73690] (statsmodels). Prediction-powered: 0.7 - (3 - 2)/38 = 0.673684, an estimate without an interval.
     assert cells(result.out, "judge only (the gate)") == ["62.5%", "[47.3%, 76.1%]", "48 judged"]
-    assert cells(result.out, "prediction-powered") == ["67.4%", "[35.2%, 99.5%]", "10 judged + 38 labelled"]
+    assert cells(result.out, "human labels only") == ["57.9%", "[40.8%, 73.7%]", "38 labelled"]
+    assert cells(result.out, "prediction-powered") == ["67.4%", "—", "10 judged + 38 labelled"]
     [(_, record)] = stored(project)
     ppi = record["run_rate"]["prediction_powered"]
-    assert ppi["value"] == pytest.approx(0.7 - 1 / 38) and ppi["standard_error"] == pytest.approx(0.163923, abs=5e-7)
-    assert "the gate decides on the judge-only interval" in result.out
+    assert ppi["value"] == pytest.approx(0.7 - 1 / 38) and ppi["labels"] == rate(22, 38, 0.95)
+    assert "The gate decides on the judge-only interval." in result.out
 
 
 def test_validate_judges_a_chosen_run_and_counts_what_could_not_be_judged(project):
@@ -296,7 +308,7 @@ def test_a_validation_below_the_requirement_exits_3(project):
     project.run("run")
     result = project.run("judge", "validate", "--labels", "labels.jsonl", "--criterion", "answer_correct")
     assert result.code == 3, result
-    assert ("Requirement (policy judge_validation: min_kappa 0.5, min_cases 10): not met: rules on this "
+    assert ("Requirement (policy judge_validation: lower bound of kappa at least 0.5, min_cases 10): not met: rules on this "
             "criterion stay MANUAL_REVIEW (judge_not_validated)") in result.out
 
 
