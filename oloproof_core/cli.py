@@ -47,6 +47,14 @@ class Project:
             self._plugins = Plugins(make_plugin_manager(disabled=disabled))
         return self._plugins
 
+    def reader(self):
+        """The store opened read-only, for the commands that only read it."""
+        if self._store is None:
+            store = self.store
+            if hasattr(store, "read_only"):
+                store.read_only = True
+        return self._store
+
     @property
     def store(self):
         if self._store is None:
@@ -93,7 +101,16 @@ def run(config: str | None, no_cache: bool) -> None:
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache)
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
     _echo(render_run(outcome, suite.min_slice_support))
+    _warn_damaged(project.store)
     sys.exit(int(outcome.exit_code))
+
+
+def _warn_damaged(store) -> None:
+    damaged = getattr(store, "damaged", None)
+    if damaged:
+        counts = ", ".join(f"{n} {ns}" for ns, n in sorted(damaged.items()))
+        click.echo(f"warning: cached values failed their checksum and were recomputed ({counts}); "
+                   "run `oloproof store check`", err=True)
 
 
 @cli.command()
@@ -105,7 +122,7 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: 
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
     from .report import render_case, render_failures
 
-    store = Project(config).store
+    store = Project(config).reader()
     if run_or_object_id.startswith("sha256:"):
         object_id, kind, record = store.get_object(run_or_object_id)
         _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
@@ -246,7 +263,7 @@ def runs(config: str | None) -> None:
     """
     from .report import table
 
-    headers = Project(config).store.list_runs()
+    headers = Project(config).reader().list_runs()
     if not headers:
         click.echo("No runs yet; start one with `oloproof run`.")
         return
@@ -258,6 +275,32 @@ def runs(config: str | None) -> None:
     _echo(table(["run", "created", "state", "system", "config", "cases", "diagnosis child"],
                 [[h["id"], h["created"], h["state"], f"{h['system']['name']} {h['system']['version']}",
                   digest(h["system"].get("identity"))[:8], str(h["cases"]), origin(h)] for h in headers]))
+
+
+@cli.group()
+def store() -> None:
+    """Check the project's store."""
+
+
+@store.command()
+@config_option
+def check(config: str | None) -> None:
+    """Verify the whole store: every run against its seal, every cache value and object against
+    its checksum, and the database file itself. Exit 0 when nothing is damaged, 2 otherwise."""
+    store = Project(config).reader()
+    checker = getattr(store, "check", None)
+    if checker is None:
+        raise OloproofError("this store cannot check itself", fix="use the local store")
+    found = checker()
+    counts = found["counts"]
+    lines = [f"Store {found['store']}: {counts['runs']} runs ({counts['cases']} case records), "
+             f"{counts['cache']} cached values, {counts['objects']} objects"]
+    if counts["unverified"]:
+        lines.append(f"Unverified: {counts['unverified']}, stored before checksums existed")
+    lines += [f"Damaged: {problem}" for problem in found["problems"]]
+    lines.append(f"{len(found['problems'])} damaged" if found["problems"] else "No damage found")
+    _echo(lines)
+    sys.exit(int(ExitCode.USAGE if found["problems"] else ExitCode.OK))
 
 
 @cli.command()
@@ -318,8 +361,93 @@ def validate(labels_file: str, criterion: str, run_id: str | None, config: str |
     sys.exit(int(code))
 
 
+def _on_interrupt() -> None:
+    """The first Ctrl-C stops the command cleanly (a run stores what finished and prints its
+    report); a second one exits at once, with no traceback."""
+    import os
+    import signal
+
+    def handler(signum, frame) -> None:
+        if handler.count:
+            os.write(2, b"Interrupted again: exiting now.\n")
+            os._exit(ExitCode.INTERRUPTED)
+        handler.count += 1
+        raise KeyboardInterrupt
+
+    handler.count = 0
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (an embedding test runner): keep Python's default
+        pass
+
+
+def _os_fix(exc: OSError) -> str:
+    import errno
+
+    return {errno.ENOSPC: "free some disk space and run again",
+            errno.EFBIG: "raise the file size limit (ulimit -f) or free some space, and run again",
+            errno.EDQUOT: "free some of your disk quota and run again",
+            errno.EACCES: "check the permissions of that path",
+            errno.EPERM: "check the permissions of that path",
+            errno.EROFS: "run where the file system is writable",
+            errno.ELOOP: "fix the symbolic link loop",
+            errno.EISDIR: "name a file, not a directory",
+            errno.ENOTDIR: "check each folder of the path"}.get(exc.errno, "check that path and run again")
+
+
+def error_line(exc: BaseException) -> tuple[str, ExitCode]:
+    """The one line an error prints, and the exit code: 2 for anything the user or the
+    environment can fix, ``INTERNAL`` for a bug."""
+    if isinstance(exc, OloproofError):
+        return exc.render(), ExitCode.USAGE
+    if isinstance(exc, OSError):
+        where = exc.filename if exc.filename is not None else "a file"
+        problem = exc.strerror or str(exc)
+        try:
+            where = str(Path(where).resolve().relative_to(Path.cwd().resolve()))
+        except (ValueError, OSError, TypeError):
+            pass
+        return f"{where}: {problem[:1].lower() + problem[1:]}; fix: {_os_fix(exc)}", ExitCode.USAGE
+    if type(exc).__module__ == "sqlite3":  # a store that did not translate its own errors
+        return (f"the store could not be used: {exc}; fix: check the disk and its permissions, "
+                "then run `oloproof store check`", ExitCode.USAGE)
+    if isinstance(exc, MemoryError):
+        return "out of memory; fix: lower `concurrency:` or split the case file", ExitCode.USAGE
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return (f"internal error: {type(exc).__name__}{': ' + text if text else ''}; this is a bug: rerun with "
+            "--debug for the traceback and report it", ExitCode.INTERNAL)
+
+
+def _dispatch(debug: bool) -> int:
+    try:
+        cli.main(standalone_mode=False)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.USAGE)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return ExitCode.USAGE
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return ExitCode.INTERRUPTED
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - every error is one line; --debug adds the traceback
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        line, code = error_line(exc)
+        click.echo(f"error: {line}", err=True)
+        return code
+    return ExitCode.OK
+
+
 def main() -> None:
-    """Entry point: run the command; user errors print one line and exit 2.
+    """Entry point: run the command; user errors print one line and exit 2, a bug exits
+    ``ExitCode.INTERNAL`` with a one-line message.
 
     ``--debug`` (anywhere on the command line) or ``OLOPROOF_DEBUG=1`` adds the traceback.
     """
@@ -328,23 +456,15 @@ def main() -> None:
     debug = "--debug" in sys.argv or os.environ.get("OLOPROOF_DEBUG") == "1"
     if "--debug" in sys.argv:
         sys.argv.remove("--debug")
-    try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(ExitCode.USAGE)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(ExitCode.INTERRUPTED)
-    except OloproofError as exc:
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        click.echo(f"error: {exc.render()}", err=True)
-        sys.exit(ExitCode.USAGE)
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(ExitCode.INTERRUPTED)
+    _on_interrupt()
+    code = _dispatch(debug)
+    if code == ExitCode.INTERRUPTED:
+        # calls still in flight in worker threads (a system, a judge) are abandoned: exiting
+        # normally would wait for each of them
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)

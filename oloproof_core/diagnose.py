@@ -6,6 +6,7 @@ an intervention; the output never claims a cause ("Implicated", "Candidate exper
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -108,6 +109,7 @@ class Diagnosis:
         self.evaluator = spec.evaluator
         self.records = list(store.run_cases(run_id))
         self.cases = {c.id: c for c in suite.cases}
+        self.pending: list[tuple[dict, list, dict]] = []  # child runs to store with the diagnosis
 
     # -- re-execution ----------------------------------------------------------------------
 
@@ -115,6 +117,7 @@ class Diagnosis:
         """Re-execute the selected cases (``apply`` is the intervention or its control), judge
         them on the criterion and store the child run. Returns its id and case -> passed.
 
+        The child run is stored by :meth:`run`, together with the diagnosis that names it.
         Nothing here reads the execution cache, and the interventions generate uncached: a
         control served from a cache would say nothing about stability.
         """
@@ -152,8 +155,9 @@ class Diagnosis:
                   "role": role, "intervention": intervention.name, "slices": [], "min_slice_support": 0}
         rows = [{"id": r["id"], "case": r["case"], **e.to_data(), "judgments": {self.criterion: j.to_data()}}
                 for r, e, j in results]
-        self.store.save_run(header, rows, {"state": header["state"], "gate": None, "metrics": {}, "decisions": [],
-                                           "caches": {}})
+        # stored with the diagnosis, in one transaction: a diagnosis that dies leaves no child run
+        self.pending.append((header, rows, {"state": header["state"], "gate": None, "metrics": {}, "decisions": [],
+                                           "caches": {}}))
         return run_id, {r["id"]: j.status == "pass" for r, _, j in results}
 
     def latest_gold(self) -> tuple[str, dict] | None:
@@ -209,7 +213,11 @@ class Diagnosis:
                       summary=lines)
         record["lines"] = inspect_lines(record, intervention)
         object_id = "sha256:" + digest(record)
-        self.store.put_object("diagnosis", object_id, record)
+        batch = getattr(self.store, "batch", None)  # a store without batches writes them one by one
+        with batch() if batch is not None else contextlib.nullcontext():
+            for header, rows, summary in self.pending:
+                self.store.save_run(header, rows, summary)
+            self.store.put_object("diagnosis", object_id, record)
         lines.append(f"Diagnosis {object_id}")
         if children:
             lines.append("Child runs: " + ", ".join(f"{role} {run}" for role, run in children))

@@ -12,6 +12,7 @@ class ExitCode(enum.IntEnum):
     FAIL = 1  # a blocking rule FAILed
     USAGE = 2  # a usage, config, input or plugin error: no decision could be made
     BLOCKED = 3  # blocked without a FAIL (INSUFFICIENT_EVIDENCE, MANUAL_REVIEW)
+    INTERNAL = 70  # a bug in Oloproof or a plugin (never mistaken for a gate's verdict)
     INTERRUPTED = 130
 
 

@@ -1,7 +1,8 @@
 """Executing cases: the execution cache first, then the system, concurrently, in case order.
 
 Cache misses run concurrently (threads for a synchronous system, an event loop for an ``aexecute``
-one) and are cached as they finish, so an interrupted or crashed run loses no finished case.
+one) and are cached as they finish (writer.py commits each within a bounded delay), so an
+interrupted or crashed run loses no finished case.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from .model import Case, Execution
 from .plugins import Plugins
 from .recording import Recorder, call_with_recorder
 from .suite import Suite
-
-FLUSH_SECONDS = 0.5  # how often finished executions are written to the cache
+from .writer import CacheWriter
 
 
 def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugins: Plugins,
@@ -180,22 +180,14 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict,
             misses.append(i)
     caches["execution"] = [len(keys) - len(misses), len(misses)]
     progress = Progress(len(misses))
-    buffer: list[tuple[str, dict]] = []
-    last_flush = [time.monotonic()]
-
-    def flush() -> None:
-        store.cache_put_many("execution", buffer)
-        buffer.clear()
-        last_flush[0] = time.monotonic()
+    writer = CacheWriter(store, "execution")
 
     def done(j: int, execution: Execution) -> None:
         i = misses[j]
         executions[i] = execution
         if execution.missing is None:
-            buffer.append((keys[i], execution.to_data()))
+            writer.put(keys[i], execution.to_data())
         progress.step()
-        if time.monotonic() - last_flush[0] > FLUSH_SECONDS:
-            flush()
 
     interrupted = False
     try:
@@ -204,5 +196,5 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict,
         interrupted = True
     finally:
         progress.close()
-        flush()
+        writer.close()
     return executions, interrupted

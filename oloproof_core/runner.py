@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from attrs import field, frozen
@@ -19,6 +19,7 @@ from .identity import digest
 from .model import Case, Execution, Judgment, Summary
 from .plugins import Plugins
 from .suite import Suite
+from .writer import CacheWriter
 
 @frozen(kw_only=True)
 class CaseResult:
@@ -54,8 +55,19 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
     """Every evaluator's judgment of every (case, execution), from the judgment cache where it can.
 
     Returns one {criterion: Judgment} a pair, and the cache figures: ``[hits, misses]`` and the
-    usage (calls, tokens, cost) the fresh judgments report, per criterion.
+    usage (calls, tokens, cost) the fresh judgments report, per criterion. Ctrl-C raises
+    KeyboardInterrupt once every judgment already made is in the cache.
     """
+    judgments, figures, interrupted = judge_until_interrupted(pairs, specs, store, concurrency, use_cache)
+    if interrupted:
+        raise KeyboardInterrupt
+    return judgments, figures
+
+
+def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
+                            concurrency: int, use_cache: bool = True) -> tuple[list[dict], dict, bool]:
+    """:func:`judge`, but Ctrl-C stops judging and returns what was judged: the judgments not
+    made are missing (``interrupted``), and the third value says so."""
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
     for i, (case, execution) in enumerate(pairs):
@@ -95,15 +107,15 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
     # `concurrent = True`) run `concurrency` at a time.
     slow = [t for t in pending if getattr(t[1].evaluator, "concurrent", False)]
     fast = [t for t in pending if not getattr(t[1].evaluator, "concurrent", False)]
-    fresh: list[tuple[str, dict]] = []
     usage: dict[str, dict] = {}
+    writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
 
     def keep(item: tuple[int, Any, str], judgment: Judgment) -> None:
         i, spec, key = item
         criterion = spec.evaluator.criterion
         judgments[i][criterion] = judgment
         if judgment.status != "missing":
-            fresh.append((key, judgment.to_data()))
+            writer.put(key, judgment.to_data())
         spent = judgment.detail.get("usage") if judgment.detail else None
         if spent:
             total = usage.setdefault(criterion, {"calls": 0})
@@ -112,28 +124,38 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     total[name] = total.get(name, 0) + value
 
+    interrupted = False
     try:
         for item in fast:
             keep(item, evaluate(item))
         if slow:
-            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="oloproof-judge") as pool:
-                for item, judgment in zip(slow, pool.map(evaluate, slow)):
-                    keep(item, judgment)
-    finally:  # an interrupt keeps every judgment already paid for
-        store.cache_put_many("judgment", fresh)
+            pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="oloproof-judge")
+            try:
+                futures = {pool.submit(evaluate, item): item for item in slow}
+                for future in as_completed(futures):  # kept as each returns, not in case order
+                    keep(futures.pop(future), future.result())
+            finally:  # on Ctrl-C the calls in flight are abandoned, not waited for
+                pool.shutdown(wait=False, cancel_futures=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        for i, spec, _ in pending:
+            judgments[i].setdefault(spec.evaluator.criterion, Judgment.missing("interrupted"))
+    finally:
+        writer.close()
     figures: dict = {"judgment": [len(todo) - len(pending), len(pending)]}
     if usage:
         figures["usage"] = usage
-    return judgments, figures
+    return judgments, figures, interrupted
 
 
 def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict,
-                use_cache: bool = True) -> list[dict]:
-    """The judgments of a run's cases; the cache figures go into ``caches``."""
-    judgments, figures = judge(list(zip(suite.cases, executions)), suite.evaluators, store, suite.concurrency,
-                               use_cache)
+                use_cache: bool = True) -> tuple[list[dict], bool]:
+    """The judgments of a run's cases, and whether Ctrl-C stopped the judging; the cache figures
+    go into ``caches``."""
+    judgments, figures, interrupted = judge_until_interrupted(list(zip(suite.cases, executions)), suite.evaluators,
+                                                              store, suite.concurrency, use_cache)
     caches.update(figures)
-    return judgments
+    return judgments, interrupted
 
 
 def summarize(suite: Suite, results: list[CaseResult], confidence: float) -> tuple[dict, list]:
@@ -176,7 +198,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
               "cases": len(suite.cases)}
     plugins.pm.hook.oloproof_run_started(run=header)
     executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache)
-    judgments = judge_cases(suite, store, executions, caches, use_cache)
+    judgments, stopped = judge_cases(suite, store, executions, caches, use_cache)
+    interrupted = interrupted or stopped
     results = [CaseResult(case=c, execution=e, judgments=j,
                           slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
                for c, e, j in zip(suite.cases, executions, judgments)]
