@@ -6,6 +6,7 @@ Heavy modules (scipy, httpx, the plugins) are imported only by the commands that
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -24,7 +25,13 @@ class Project:
 
     def __init__(self, config: str | None):
         self.config_path = Path(config or "oloproof.yaml")
-        self.dir = self.config_path.resolve().parent
+        try:
+            self.dir = self.config_path.resolve().parent
+        except (RuntimeError, OSError):  # a symbolic link loop: reading it says so, in one line
+            from .config import read_text
+
+            read_text(self.config_path, limit=1, fix="pass another file with --config")
+            raise
         self._skeleton = None
         self._plugins = None
         self._store = None
@@ -150,18 +157,15 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: 
 @config_option
 def export(run_id: str, config: str | None) -> None:
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json."""
-    import os
-    import tempfile
-
     project = Project(config)
-    store = project.store
+    store = project.reader()
     run_id = store.resolve_run(run_id)
     header, summary = store.get_run(run_id)
-    folder = project.dir / ".oloproof" / "bundles" / run_id
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cases-", suffix=".jsonl")
+    folder = bundle_folder(project.dir, run_id)
     count = 0
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+
+    def lines():
+        nonlocal count
         for record in store.run_cases(run_id):
             case = record["case"]
             line = {"id": record["id"], "input": case["input"], "expected": case["expected"],
@@ -169,12 +173,58 @@ def export(run_id: str, config: str | None) -> None:
                     "artifacts": record.get("artifacts", {}), "judgments": record["judgments"]}
             if "missing" in record:
                 line["missing"] = record["missing"]
-            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
             count += 1
-    os.replace(tmp, folder / "cases.jsonl")
-    (folder / "run.json").write_text(json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True)
-                                     + "\n", encoding="utf-8")
+            # allow_nan=False: a bundle is JSON any strict parser reads
+            yield json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"
+
+    write_file(folder, "cases.jsonl", lines())
+    write_file(folder, "run.json", [json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True,
+                                               allow_nan=False) + "\n"])
     click.echo(f"Exported {count} cases of {run_id} to {folder.relative_to(project.dir)}/cases.jsonl")
+
+
+def bundle_folder(project_dir: Path, run_id: str) -> Path:
+    """``.oloproof/bundles/RUN_ID``, made if need be, refusing any symbolic link that leads out of
+    the project's ``.oloproof/``."""
+    import os
+
+    root = project_dir.resolve() / ".oloproof"
+    folder = root
+    for part in ("bundles", run_id):
+        folder = folder / part
+        if folder.is_symlink():
+            raise OloproofError(f"{folder.relative_to(project_dir.resolve())} is a symbolic link; a bundle is "
+                                "written only inside .oloproof/", fix="remove the link and export again")
+        try:
+            folder.mkdir(mode=0o777, exist_ok=True)  # 0777 less the umask, as any folder the user makes
+        except FileNotFoundError:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=0o777, exist_ok=True)
+    if not os.path.realpath(folder).startswith(os.path.realpath(root) + os.sep):
+        raise OloproofError(f"{folder} leads out of .oloproof/", fix="remove the symbolic link and export again")
+    return folder
+
+
+def write_file(folder: Path, name: str, chunks) -> None:
+    """Write ``folder/name`` whole or not at all (a temporary file renamed over it, which replaces a
+    symbolic link rather than following it), with mode 0666 less the umask like any file the user
+    makes."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}-")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        os.replace(tmp, folder / name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @cli.command()
@@ -229,9 +279,7 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
         key, sep, value = item.partition("=")
         if not sep:
             raise OloproofError(f"--option {item!r} is not KEY=VALUE", fix="write --option key=value")
-        from ruamel.yaml import YAML
-
-        options[key] = YAML(typ="safe").load(value)
+        options[key] = _option_value(key, value)
     flags = {"top_k": "--top-k", "reranker": "--reranker"}
     if entry.options is None:
         if options:
@@ -251,6 +299,25 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
                 fix = f"pass {flags.get(key, '--option ' + key + '=VALUE')}" + (" N" if key == "top_k" else "")
             raise ConfigError(exc.problem, where=flag, fix=fix) from None
     _echo(Diagnosis(suite, project.plugins, store, run_id, criterion).run(made))
+
+
+def _option_value(key: str, value: str):
+    """The value of ``--option key=VALUE``, read as YAML (``3``, ``true``, ``[a, b]``), bounded like
+    any YAML the suite reads."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from .config import MAX_DEPTH
+
+    if len(value) > 10_000 or value.count("[") + value.count("{") > MAX_DEPTH or ("&" in value and "*" in value):
+        raise ConfigError("the value is too long, too deeply nested, or uses YAML anchors",
+                          where=f"--option {key}", fix="pass a plain value: a number, a word, a short list")
+    try:
+        return YAML(typ="safe").load(value)
+    except (YAMLError, RecursionError) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"invalid YAML value {value!r}: {problem}", where=f"--option {key}",
+                          fix="quote the value, or write it as YAML (3, true, [a, b])") from None
 
 
 @cli.command()

@@ -8,6 +8,7 @@ interrupted or crashed run loses no finished case.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +50,8 @@ def _json_safe(output: Any, case: Case) -> Any:
 
     try:
         canonical(output)
+        if isinstance(output, (dict, list, float)):  # NaN and Infinity are not JSON a strict parser reads
+            json.dumps(output, allow_nan=False, default=str)
     except (TypeError, ValueError) as exc:
         raise ArtifactError(f"case {case.id!r}: the system returned a value that is not JSON: {exc}",
                             fix="return dicts, lists, strings, numbers, booleans or None") from None

@@ -74,6 +74,7 @@ class LocalStore:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._batch = 0
+        self.seal, self.cache_sum, self.object_sum = "seal", "checksum", "checksum"  # or NULL: not there
 
     @property
     def shown(self) -> str:
@@ -100,12 +101,8 @@ class LocalStore:
         return db
 
     def _open_read_only(self) -> sqlite3.Connection:
-        if not self.path.exists():  # nothing stored yet: an empty store
-            db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-            db.executescript(SCHEMA)
-            for table, column in COLUMNS.items():
-                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-            return db
+        if not self.path.exists():
+            return self._open_read_only_empty()
         uri = self.path.resolve().as_uri()
         try:
             db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, check_same_thread=False,
@@ -114,6 +111,22 @@ class LocalStore:
         except sqlite3.OperationalError:
             # a WAL database in a folder we may not write: read it as it is on disk
             db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False, isolation_level=None)
+        present = {table: {row[1] for row in db.execute(f"PRAGMA table_info({table})")} for table in COLUMNS}
+        if not all(present.values()):  # a database without our tables: nothing we know is stored in it
+            db.close()
+            return self._open_read_only_empty()
+        # a store made before the integrity columns (and not written since) reads as unverified
+        self.seal, self.cache_sum, self.object_sum = (
+            column if column in present[table] else "NULL" for table, column in COLUMNS.items())
+        return db
+
+    @staticmethod
+    def _open_read_only_empty() -> sqlite3.Connection:
+        """Nothing stored yet: an empty store in memory, so reading commands find no runs."""
+        db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        db.executescript(SCHEMA)
+        for table, column in COLUMNS.items():
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
         return db
 
     def close(self) -> None:
@@ -181,7 +194,7 @@ class LocalStore:
             part = keys[start:start + CHUNK]
             marks = ",".join("?" * len(part))
             with self._guard(), self._lock:
-                rows = self.db.execute(f"SELECT key, value, checksum FROM cache WHERE ns = ? AND key IN ({marks})",
+                rows = self.db.execute(f"SELECT key, value, {self.cache_sum} FROM cache WHERE ns = ? AND key IN ({marks})",
                                        [ns, *part]).fetchall()
             for key, value, checksum in rows:
                 if checksum is None:  # written before checksums: recomputed, as when in doubt
@@ -250,7 +263,7 @@ class LocalStore:
 
     def get_run(self, run_id: str) -> tuple[dict, dict]:
         with self._guard(), self._lock:
-            row = self.db.execute("SELECT header, summary, seal FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = self.db.execute(f"SELECT header, summary, {self.seal} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise ConfigError(f"no run {run_id}", fix="list the runs with `oloproof runs`")
         self._seal(run_id, *row)
@@ -259,7 +272,7 @@ class LocalStore:
     def run_cases(self, run_id: str) -> Iterator[dict]:
         """The run's case records in case order, after checking them against the run's seal."""
         with self._guard(), self._lock:
-            head = self.db.execute("SELECT header, summary, seal FROM runs WHERE id = ?", (run_id,)).fetchone()
+            head = self.db.execute(f"SELECT header, summary, {self.seal} FROM runs WHERE id = ?", (run_id,)).fetchone()
             rows = self.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? ORDER BY idx",
                                    (run_id,)).fetchall()
         seal = self._seal(run_id, *head) if head is not None else None
@@ -274,7 +287,7 @@ class LocalStore:
 
     def list_runs(self) -> list[dict]:
         with self._guard(), self._lock:
-            rows = self.db.execute("SELECT id, header, summary, seal FROM runs ORDER BY id").fetchall()
+            rows = self.db.execute(f"SELECT id, header, summary, {self.seal} FROM runs ORDER BY id").fetchall()
         for run_id, header, summary, seal in rows:
             self._seal(run_id, header, summary, seal)
         return [json.loads(r[1]) for r in rows]
@@ -294,7 +307,7 @@ class LocalStore:
 
     def get_object(self, prefix: str) -> tuple[str, str, dict]:
         with self._guard(), self._lock:
-            rows = self.db.execute("SELECT id, kind, record, checksum FROM objects WHERE id >= ? AND id < ? LIMIT 2",
+            rows = self.db.execute(f"SELECT id, kind, record, {self.object_sum} FROM objects WHERE id >= ? AND id < ? LIMIT 2",
                                    (prefix, prefix + "\uffff")).fetchall()
         if len(rows) != 1:
             problem = f"no object {prefix}" if not rows else f"{prefix} is ambiguous"
@@ -305,7 +318,7 @@ class LocalStore:
     def list_objects(self, kind: str) -> list[tuple[str, dict]]:
         """Every stored object of ``kind``, oldest first."""
         with self._guard(), self._lock:
-            rows = self.db.execute("SELECT id, record, checksum FROM objects WHERE kind = ? ORDER BY created, rowid",
+            rows = self.db.execute(f"SELECT id, record, {self.object_sum} FROM objects WHERE kind = ? ORDER BY created, rowid",
                                    (kind,)).fetchall()
         return [(object_id, self._object(object_id, kind, record, checksum)) for object_id, record, checksum in rows]
 
@@ -321,7 +334,7 @@ class LocalStore:
             verdict = [r[0] for r in self.db.execute("PRAGMA integrity_check").fetchall()]
             if verdict != ["ok"]:
                 problems += [f"database: {line}" for line in verdict[:10]]
-            for run_id, header, summary, seal in self.db.execute("SELECT id, header, summary, seal FROM runs ORDER BY id"):
+            for run_id, header, summary, seal in self.db.execute(f"SELECT id, header, summary, {self.seal} FROM runs ORDER BY id"):
                 counts["runs"] += 1
                 rows = self.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? ORDER BY idx",
                                        (run_id,)).fetchall()
@@ -338,13 +351,13 @@ class LocalStore:
                     problems.append(f"run {run_id}: {len(rows)} case records, {data['cases']} stored")
                 elif seal_of("", "", rows)["digest"] != data["digest"]:
                     problems.append(f"run {run_id}: its case records do not match its seal")
-            for ns, key, value, checksum in self.db.execute("SELECT ns, key, value, checksum FROM cache"):
+            for ns, key, value, checksum in self.db.execute(f"SELECT ns, key, value, {self.cache_sum} FROM cache"):
                 counts["cache"] += 1
                 if checksum is None:
                     counts["unverified"] += 1
                 elif checksum != _sum(ns, key, value):
                     problems.append(f"cache {ns} {key[:16]}: its value does not match its checksum")
-            for object_id, kind, record, checksum in self.db.execute("SELECT id, kind, record, checksum FROM objects"):
+            for object_id, kind, record, checksum in self.db.execute(f"SELECT id, kind, record, {self.object_sum} FROM objects"):
                 counts["objects"] += 1
                 if checksum is None:
                     counts["unverified"] += 1
