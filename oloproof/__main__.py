@@ -6,6 +6,6 @@ import sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from oloproof_core.cli import main  # noqa: E402 - after the path is set
+from oloproof_core.cli import main
 
 main()

@@ -6,14 +6,13 @@ Heavy modules (scipy, httpx, the plugins) are imported only by the commands that
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from pathlib import Path
 
 import click
 
-from .errors import ConfigError, ExitCode, OloproofError
+from .errors import ConfigError, ExitCode, OloproofError, error_line
 
 
 def _echo(lines) -> None:
@@ -28,7 +27,7 @@ class Project:
         try:
             self.dir = self.config_path.resolve().parent
         except (RuntimeError, OSError):  # a symbolic link loop: reading it says so, in one line
-            from .config import read_text
+            from .files import read_text
 
             read_text(self.config_path, limit=1, fix="pass another file with --config")
             raise
@@ -157,6 +156,7 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: 
 @config_option
 def export(run_id: str, config: str | None) -> None:
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json."""
+    from .files import bundle_folder, write_file
     project = Project(config)
     store = project.reader()
     run_id = store.resolve_run(run_id)
@@ -181,50 +181,6 @@ def export(run_id: str, config: str | None) -> None:
     write_file(folder, "run.json", [json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True,
                                                allow_nan=False) + "\n"])
     click.echo(f"Exported {count} cases of {run_id} to {folder.relative_to(project.dir)}/cases.jsonl")
-
-
-def bundle_folder(project_dir: Path, run_id: str) -> Path:
-    """``.oloproof/bundles/RUN_ID``, made if need be, refusing any symbolic link that leads out of
-    the project's ``.oloproof/``."""
-    import os
-
-    root = project_dir.resolve() / ".oloproof"
-    folder = root
-    for part in ("bundles", run_id):
-        folder = folder / part
-        if folder.is_symlink():
-            raise OloproofError(f"{folder.relative_to(project_dir.resolve())} is a symbolic link; a bundle is "
-                                "written only inside .oloproof/", fix="remove the link and export again")
-        try:
-            folder.mkdir(mode=0o777, exist_ok=True)  # 0777 less the umask, as any folder the user makes
-        except FileNotFoundError:
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            folder.mkdir(mode=0o777, exist_ok=True)
-    if not os.path.realpath(folder).startswith(os.path.realpath(root) + os.sep):
-        raise OloproofError(f"{folder} leads out of .oloproof/", fix="remove the symbolic link and export again")
-    return folder
-
-
-def write_file(folder: Path, name: str, chunks) -> None:
-    """Write ``folder/name`` whole or not at all (a temporary file renamed over it, which replaces a
-    symbolic link rather than following it), with mode 0666 less the umask like any file the user
-    makes."""
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}-")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-        os.replace(tmp, folder / name)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 @cli.command()
@@ -307,7 +263,7 @@ def _option_value(key: str, value: str):
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    from .config import MAX_DEPTH
+    from .files import MAX_DEPTH
 
     if len(value) > 10_000 or value.count("[") + value.count("{") > MAX_DEPTH or ("&" in value and "*" in value):
         raise ConfigError("the value is too long, too deeply nested, or uses YAML anchors",
@@ -446,43 +402,6 @@ def _on_interrupt() -> None:
         signal.signal(signal.SIGINT, handler)
     except ValueError:  # not the main thread (an embedding test runner): keep Python's default
         pass
-
-
-def _os_fix(exc: OSError) -> str:
-    import errno
-
-    return {errno.ENOSPC: "free some disk space and run again",
-            errno.EFBIG: "raise the file size limit (ulimit -f) or free some space, and run again",
-            errno.EDQUOT: "free some of your disk quota and run again",
-            errno.EACCES: "check the permissions of that path",
-            errno.EPERM: "check the permissions of that path",
-            errno.EROFS: "run where the file system is writable",
-            errno.ELOOP: "fix the symbolic link loop",
-            errno.EISDIR: "name a file, not a directory",
-            errno.ENOTDIR: "check each folder of the path"}.get(exc.errno, "check that path and run again")
-
-
-def error_line(exc: BaseException) -> tuple[str, ExitCode]:
-    """The one line an error prints, and the exit code: 2 for anything the user or the
-    environment can fix, ``INTERNAL`` for a bug."""
-    if isinstance(exc, OloproofError):
-        return exc.render(), ExitCode.USAGE
-    if isinstance(exc, OSError):
-        where = exc.filename if exc.filename is not None else "a file"
-        problem = exc.strerror or str(exc)
-        try:
-            where = str(Path(where).resolve().relative_to(Path.cwd().resolve()))
-        except (ValueError, OSError, TypeError):
-            pass
-        return f"{where}: {problem[:1].lower() + problem[1:]}; fix: {_os_fix(exc)}", ExitCode.USAGE
-    if type(exc).__module__ == "sqlite3":  # a store that did not translate its own errors
-        return (f"the store could not be used: {exc}; fix: check the disk and its permissions, "
-                "then run `oloproof store check`", ExitCode.USAGE)
-    if isinstance(exc, MemoryError):
-        return "out of memory; fix: lower `concurrency:` or split the case file", ExitCode.USAGE
-    text = str(exc).splitlines()[0][:200] if str(exc) else ""
-    return (f"internal error: {type(exc).__name__}{': ' + text if text else ''}; this is a bug: rerun with "
-            "--debug for the traceback and report it", ExitCode.INTERNAL)
 
 
 def _dispatch(debug: bool) -> int:

@@ -11,7 +11,6 @@ checks; every cache value and object carries a checksum. A damaged value is an e
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
@@ -23,6 +22,8 @@ from pathlib import Path
 from attrs import frozen
 
 from oloproof import ConfigError, OloproofError, hookimpl
+
+from .integrity import check_store, checksum, seal_of
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, created REAL, header TEXT, summary TEXT);
@@ -40,23 +41,6 @@ CHECK = "run `oloproof store check`"
 @frozen(kw_only=True)
 class Options:
     path: str = ".oloproof"
-
-
-def _sum(*parts: str) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode("utf-8", "surrogatepass"))
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def seal_of(header: str, summary: str, records: Iterable[tuple[int, str, str]]) -> dict:
-    """The seal of a run: its case count, the digest of its case rows, the digest of the rest."""
-    h, n = hashlib.sha256(), 0
-    for idx, case_id, record in records:
-        h.update(_sum(str(idx), case_id, record).encode())
-        n += 1
-    return {"cases": n, "digest": h.hexdigest(), "meta": _sum(header, summary)}
 
 
 class LocalStore:
@@ -196,10 +180,10 @@ class LocalStore:
             with self._guard(), self._lock:
                 rows = self.db.execute(f"SELECT key, value, {self.cache_sum} FROM cache WHERE ns = ? AND key IN ({marks})",
                                        [ns, *part]).fetchall()
-            for key, value, checksum in rows:
-                if checksum is None:  # written before checksums: recomputed, as when in doubt
+            for key, value, stored in rows:
+                if stored is None:  # written before checksums: recomputed, as when in doubt
                     continue
-                if checksum != _sum(ns, key, value):
+                if stored != checksum(ns, key, value):
                     self.damaged[ns] = self.damaged.get(ns, 0) + 1
                     continue
                 found[key] = json.loads(value)
@@ -209,7 +193,7 @@ class LocalStore:
         rows = []
         for k, v in items:
             value = json.dumps(v, ensure_ascii=False, sort_keys=True)
-            rows.append((ns, k, value, _sum(ns, k, value)))
+            rows.append((ns, k, value, checksum(ns, k, value)))
         if rows:
             with self._guard(), self._lock, self._write():
                 self.db.executemany("INSERT OR REPLACE INTO cache (ns, key, value, checksum) VALUES (?, ?, ?, ?)",
@@ -254,7 +238,7 @@ class LocalStore:
             return None  # stored before seals existed
         try:
             data = json.loads(seal)
-            intact = data["meta"] == _sum(header, summary)
+            intact = data["meta"] == checksum(header, summary)
         except (ValueError, KeyError, TypeError):
             intact = False
         if not intact:
@@ -298,10 +282,10 @@ class LocalStore:
         text = json.dumps(record, sort_keys=True)
         with self._guard(), self._lock, self._write():
             self.db.execute("INSERT OR IGNORE INTO objects (id, kind, created, record, checksum) VALUES (?, ?, ?, ?, ?)",
-                            (object_id, kind, time.time(), text, _sum(object_id, kind, text)))
+                            (object_id, kind, time.time(), text, checksum(object_id, kind, text)))
 
-    def _object(self, object_id: str, kind: str, record: str, checksum: str | None) -> dict:
-        if checksum is not None and checksum != _sum(object_id, kind, record):
+    def _object(self, object_id: str, kind: str, record: str, stored: str | None) -> dict:
+        if stored is not None and stored != checksum(object_id, kind, record):
             raise self._damaged(f"{kind} {object_id}")
         return json.loads(record)
 
@@ -312,58 +296,21 @@ class LocalStore:
         if len(rows) != 1:
             problem = f"no object {prefix}" if not rows else f"{prefix} is ambiguous"
             raise ConfigError(problem, fix="copy the whole sha256:... id the command printed")
-        object_id, kind, record, checksum = rows[0]
-        return object_id, kind, self._object(object_id, kind, record, checksum)
+        object_id, kind, record, stored = rows[0]
+        return object_id, kind, self._object(object_id, kind, record, stored)
 
     def list_objects(self, kind: str) -> list[tuple[str, dict]]:
         """Every stored object of ``kind``, oldest first."""
         with self._guard(), self._lock:
             rows = self.db.execute(f"SELECT id, record, {self.object_sum} FROM objects WHERE kind = ? ORDER BY created, rowid",
                                    (kind,)).fetchall()
-        return [(object_id, self._object(object_id, kind, record, checksum)) for object_id, record, checksum in rows]
+        return [(object_id, self._object(object_id, kind, record, stored)) for object_id, record, stored in rows]
 
     # -- the whole store -----------------------------------------------------------------
 
     def check(self) -> dict:
-        """Verify everything stored: SQLite's own integrity check, every run against its seal,
-        every cache value and object against its checksum. Returns the counts and the problems
-        (one line each), and what was stored before seals existed and so could not be checked."""
-        problems: list[str] = []
-        counts = {"runs": 0, "cases": 0, "cache": 0, "objects": 0, "unverified": 0}
-        with self._guard(), self._lock:
-            verdict = [r[0] for r in self.db.execute("PRAGMA integrity_check").fetchall()]
-            if verdict != ["ok"]:
-                problems += [f"database: {line}" for line in verdict[:10]]
-            for run_id, header, summary, seal in self.db.execute(f"SELECT id, header, summary, {self.seal} FROM runs ORDER BY id"):
-                counts["runs"] += 1
-                rows = self.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? ORDER BY idx",
-                                       (run_id,)).fetchall()
-                counts["cases"] += len(rows)
-                if seal is None:
-                    counts["unverified"] += 1
-                    continue
-                try:
-                    data = self._seal(run_id, header, summary, seal)
-                except OloproofError:
-                    problems.append(f"run {run_id}: its header or summary does not match its seal")
-                    continue
-                if len(rows) != data["cases"]:
-                    problems.append(f"run {run_id}: {len(rows)} case records, {data['cases']} stored")
-                elif seal_of("", "", rows)["digest"] != data["digest"]:
-                    problems.append(f"run {run_id}: its case records do not match its seal")
-            for ns, key, value, checksum in self.db.execute(f"SELECT ns, key, value, {self.cache_sum} FROM cache"):
-                counts["cache"] += 1
-                if checksum is None:
-                    counts["unverified"] += 1
-                elif checksum != _sum(ns, key, value):
-                    problems.append(f"cache {ns} {key[:16]}: its value does not match its checksum")
-            for object_id, kind, record, checksum in self.db.execute(f"SELECT id, kind, record, {self.object_sum} FROM objects"):
-                counts["objects"] += 1
-                if checksum is None:
-                    counts["unverified"] += 1
-                elif checksum != _sum(object_id, kind, record):
-                    problems.append(f"{kind} {object_id}: its record does not match its checksum")
-        return {"store": self.shown, "counts": counts, "problems": problems}
+        """Verify everything stored (integrity.check_store): the counts, and one line a problem."""
+        return check_store(self)
 
 
 @hookimpl

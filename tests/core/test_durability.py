@@ -5,7 +5,6 @@ leaves no child run behind."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
@@ -15,7 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from conftest import case
 from provider_standin import Fault, StandIn
 

@@ -7,9 +7,17 @@ import asyncio
 import json
 
 import pytest
-from test_http import fault_server, http_case, http_config  # noqa: F401 - fault_server is a fixture
+from test_http import http_case, http_config, serve_faults
 
 from oloproof import CaseMissing, SystemContext
+
+
+@pytest.fixture
+def fault_server():
+    served = serve_faults()
+    yield served
+    served.stop()
+
 
 HEADER = '    headers: {Authorization: "Bearer ${TEST_API_KEY}"}\n'
 
@@ -68,7 +76,8 @@ def test_a_request_that_cannot_be_built_is_missing_at_once_with_what_is_wrong():
         calls.append(request)
         raise httpx.LocalProtocolError("Illegal header value b'x\\n'")
 
-    system = HttpSystem(Options(url="http://127.0.0.1:9/x", retries=3, backoff=0.0), SystemContext(name="s", version="1", project_dir="."))
+    system = HttpSystem(Options(url="http://127.0.0.1:9/x", retries=3, backoff=0.0),
+                        SystemContext(name="s", version="1", project_dir="."))
     system.make_client = lambda: httpx.AsyncClient(transport=httpx.MockTransport(refuse))
 
     class Case:
