@@ -157,6 +157,7 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: 
 def export(run_id: str, config: str | None) -> None:
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json."""
     from .files import bundle_folder, write_file
+
     project = Project(config)
     store = project.reader()
     run_id = store.resolve_run(run_id)
@@ -316,8 +317,12 @@ def check(config: str | None) -> None:
         raise OloproofError("this store cannot check itself", fix="use the local store")
     found = checker()
     counts = found["counts"]
-    lines = [f"Store {found['store']}: {counts['runs']} runs ({counts['cases']} case records), "
-             f"{counts['cache']} cached values, {counts['objects']} objects"]
+
+    def n(count: int, noun: str) -> str:
+        return f"{count} {noun}" + ("" if count == 1 else "s")
+
+    lines = [f"Store {found['store']}: {n(counts['runs'], 'run')} ({n(counts['cases'], 'case record')}), "
+             f"{n(counts['cache'], 'cached value')}, {n(counts['objects'], 'object')}"]
     if counts["unverified"]:
         lines.append(f"Unverified: {counts['unverified']}, stored before checksums existed")
     lines += [f"Damaged: {problem}" for problem in found["problems"]]

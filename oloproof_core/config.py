@@ -12,7 +12,8 @@ from attrs import fields, has
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 from .errors import ConfigError
-from .files import MAX_YAML_BYTES, check_aliases, check_yaml_shape, parse_json_line, read_lines, read_text
+from .files import (MAX_YAML_BYTES, check_aliases, check_text, check_yaml_shape, parse_json_line, read_lines,
+                    read_text)
 from .model import Case
 
 Path_ = tuple  # a YAML path: keys and indices
@@ -53,7 +54,9 @@ class Document:
                               fix="check the file's text") from None
         except RecursionError:
             raise ConfigError("nested too deeply", where=path.name, fix="flatten the file") from None
-        return cls(path, tree if tree is not None else {})
+        document = cls(path, tree if tree is not None else {})
+        check_text(document.data, "$", path.name)  # "\ud800" in double quotes is no character
+        return document
 
     def where(self, path: Sequence = ()) -> str:
         """``file:line:col: $.yaml.path`` of the deepest node of ``path`` that exists."""

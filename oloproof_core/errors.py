@@ -89,13 +89,16 @@ def error_line(exc: BaseException) -> tuple[str, ExitCode]:
     if isinstance(exc, OloproofError):
         return exc.render(), ExitCode.USAGE
     if isinstance(exc, OSError):
-        where = exc.filename if exc.filename is not None else "a file"
         problem = exc.strerror or str(exc)
+        problem = problem[:1].lower() + problem[1:]
+        if exc.filename is None:
+            return f"{problem}; fix: {_os_fix(exc)}", ExitCode.USAGE
+        where = str(exc.filename)
         try:
             where = str(Path(where).resolve().relative_to(Path.cwd().resolve()))
         except (ValueError, OSError, TypeError, RuntimeError):
             pass
-        return f"{where}: {problem[:1].lower() + problem[1:]}; fix: {_os_fix(exc)}", ExitCode.USAGE
+        return f"{where}: {problem}; fix: {_os_fix(exc)}", ExitCode.USAGE
     if type(exc).__module__ == "sqlite3":  # a store that did not translate its own errors
         return (f"the store could not be used: {exc}; fix: check the disk and its permissions, "
                 "then run `oloproof store check`", ExitCode.USAGE)

@@ -152,7 +152,7 @@ def parse_json_line(line: str, where: str) -> Any:
         raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=where,
                           fix="write one JSON object per line") from None
     if re.search(r"\\u[dD][89a-fA-F]", line):
-        _check_text(obj, "$", where)
+        check_text(obj, "$", where)
     return obj
 
 
@@ -178,7 +178,8 @@ def _depth(line: str) -> int:
     return deepest
 
 
-def _check_text(value: Any, path: str, where: str) -> None:
+def check_text(value: Any, path: str, where: str) -> None:
+    """Every string and key of ``value`` is text: a lone surrogate is a ConfigError at its path."""
     texts = [(f"{path}.{k}" if isinstance(k, str) else path, k) for k in value] if isinstance(value, dict) else []
     if isinstance(value, str):
         texts = [(path, value)]
@@ -190,10 +191,10 @@ def _check_text(value: Any, path: str, where: str) -> None:
                               fix="write the character itself, or a complete \\uD8xx\\uDCxx pair") from None
     if isinstance(value, dict):
         for key, item in value.items():
-            _check_text(item, f"{path}.{key}", where)
+            check_text(item, f"{path}.{key}", where)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            _check_text(item, f"{path}[{i}]", where)
+            check_text(item, f"{path}[{i}]", where)
 
 
 def read_lines(path: Path, *, what: str, missing_fix: str) -> Iterator[tuple[int, str]]:
