@@ -100,6 +100,13 @@ def test_aliases_within_the_limit_are_read(project):
     assert "answer_again" in result.out
 
 
+def test_a_case_line_over_16_mb_is_refused(project):
+    with (project.root / "cases.jsonl").open("w") as handle:
+        handle.write(json.dumps(case(1)) + "\n")
+        handle.write('{"id": "big", "input": {"q": "' + "x" * 16_000_000 + '"}}\n')
+    fails(project, "cases.jsonl:2: the line is longer than 16 MB")
+
+
 def test_a_large_config_file_is_refused_unread(project):
     project.write("big.yaml", "# " + "x" * 2_000_000 + "\n")
     fails(project, "big.yaml: the file is larger than 1 MB", "run", "--config", "big.yaml")

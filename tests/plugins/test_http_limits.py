@@ -100,3 +100,29 @@ def test_a_request_that_cannot_be_built_is_missing_at_once_with_what_is_wrong():
         asyncio.run(system.request(Case()))
     assert raised.value.reason == "connection_error: ConnectError" and len(calls) == 4
     assert json.loads(calls[0].content) == {"q": 1}
+
+
+def test_a_streamed_body_is_cut_at_max_response_bytes():
+    import httpx
+    from oloproof_http import HttpSystem, Options
+
+    sent = []
+
+    def stream(request):
+        async def chunks():  # no Content-Length: the limit is counted while reading
+            for _ in range(100):
+                sent.append(1)
+                yield b"x" * 1000
+        return httpx.Response(200, content=chunks())
+
+    system = HttpSystem(Options(url="http://127.0.0.1:9/x", max_response_bytes=5000),
+                        SystemContext(name="s", version="1", project_dir="."))
+    system.make_client = lambda: httpx.AsyncClient(transport=httpx.MockTransport(stream))
+
+    class Case:
+        input = {"q": 1}
+
+    with pytest.raises(CaseMissing) as raised:
+        asyncio.run(system.request(Case()))
+    assert raised.value.reason == "response_too_large: over max_response_bytes 5000"
+    assert len(sent) < 10  # not read to the end
