@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .errors import ConfigError, ExitCode, OloproofError
+from .errors import ConfigError, ExitCode, OloproofError, error_line
 from .outputs.options import output_options, outputs_wanted
 
 
@@ -25,7 +25,13 @@ class Project:
 
     def __init__(self, config: str | None):
         self.config_path = Path(config or "oloproof.yaml")
-        self.dir = self.config_path.resolve().parent
+        try:
+            self.dir = self.config_path.resolve().parent
+        except (RuntimeError, OSError):  # a symbolic link loop: reading it says so, in one line
+            from .files import read_text
+
+            read_text(self.config_path, limit=1, fix="pass another file with --config")
+            raise
         self._skeleton = None
         self._plugins = None
         self._store = None
@@ -47,6 +53,14 @@ class Project:
                 disabled += self.skeleton()[1].disable_plugins
             self._plugins = Plugins(make_plugin_manager(disabled=disabled))
         return self._plugins
+
+    def reader(self):
+        """The store opened read-only, for the commands that only read it."""
+        if self._store is None:
+            store = self.store
+            if hasattr(store, "read_only"):
+                store.read_only = True
+        return self._store
 
     @property
     def store(self):
@@ -126,7 +140,16 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
         records = list(project.store.run_cases(outcome.run_id))
         write_outputs(run_view(header, summary, records), junit=junit, json_file=json_file, markdown=markdown,
                       records=records if junit_cases else None)
+    _warn_damaged(project.store)
     sys.exit(int(outcome.exit_code))
+
+
+def _warn_damaged(store) -> None:
+    damaged = getattr(store, "damaged", None)
+    if damaged:
+        counts = ", ".join(f"{n} {ns}" for ns, n in sorted(damaged.items()))
+        click.echo(f"warning: cached values failed their checksum and were recomputed ({counts}); "
+                   "run `oloproof store check`", err=True)
 
 
 @cli.command()
@@ -139,7 +162,7 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
     from .report import is_failure, render_case, render_failures
 
-    store = Project(config).store
+    store = Project(config).reader()
     if run_or_object_id.startswith("sha256:"):
         object_id, kind, record = store.get_object(run_or_object_id)
         if fmt == "json":
@@ -187,30 +210,24 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
 @config_option
 def export(run_id: str, html_file: str | None, config: str | None) -> None:
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json (or --html FILE)."""
-    import os
-    import tempfile
+    from .files import bundle_folder, write_file
 
     project = Project(config)
-    store = project.store
+    store = project.reader()
     if html_file is not None:
         from .viewer import export_html
 
-        html = export_html(store, project.plugins, run_id)
-        target = Path(html_file)
-        fd, tmp = tempfile.mkstemp(dir=target.resolve().parent, prefix=".report-", suffix=".html")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(html)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-        click.echo(f"Wrote {target}")
+        target = Path(html_file).resolve()
+        write_file(target.parent, target.name, [export_html(store, project.plugins, run_id)])
+        click.echo(f"Wrote {html_file}")
         return
     run_id = store.resolve_run(run_id)
     header, summary = store.get_run(run_id)
-    folder = project.dir / ".oloproof" / "bundles" / run_id
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cases-", suffix=".jsonl")
+    folder = bundle_folder(project.dir, run_id)
     count = 0
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+
+    def lines():
+        nonlocal count
         for record in store.run_cases(run_id):
             case = record["case"]
             line = {"id": record["id"], "input": case["input"], "expected": case["expected"],
@@ -218,17 +235,13 @@ def export(run_id: str, html_file: str | None, config: str | None) -> None:
                     "artifacts": record.get("artifacts", {}), "judgments": record["judgments"]}
             if "missing" in record:
                 line["missing"] = record["missing"]
-            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
             count += 1
-    umask = os.umask(0)  # read it (only by setting it), then put it back at once
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it 0600; every bundle file gets the umask's mode
-    os.replace(tmp, folder / "cases.jsonl")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".run-", suffix=".json")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True) + "\n")
-    os.chmod(tmp, 0o666 & ~umask)
-    os.replace(tmp, folder / "run.json")
+            # allow_nan=False: a bundle is JSON any strict parser reads
+            yield json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"
+
+    write_file(folder, "cases.jsonl", lines())
+    write_file(folder, "run.json", [json.dumps({"run": header, "summary": summary}, indent=2, sort_keys=True,
+                                               allow_nan=False) + "\n"])
     click.echo(f"Exported {count} cases of {run_id} to {folder.relative_to(project.dir)}/cases.jsonl")
 
 
@@ -305,9 +318,7 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
         key, sep, value = item.partition("=")
         if not sep:
             raise OloproofError(f"--option {item!r} is not KEY=VALUE", fix="write --option key=value")
-        from ruamel.yaml import YAML
-
-        options[key] = YAML(typ="safe").load(value)
+        options[key] = _option_value(key, value)
     flags = {"top_k": "--top-k", "token_budget": "--token-budget", "reranker": "--reranker"}
     if entry.options is None:
         if options:
@@ -334,6 +345,25 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
     _echo(diagnosis_lines(object_id, record, declared))
 
 
+def _option_value(key: str, value: str):
+    """The value of ``--option key=VALUE``, read as YAML (``3``, ``true``, ``[a, b]``), bounded like
+    any YAML the suite reads."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from .files import MAX_DEPTH
+
+    if len(value) > 10_000 or value.count("[") + value.count("{") > MAX_DEPTH or ("&" in value and "*" in value):
+        raise ConfigError("the value is too long, too deeply nested, or uses YAML anchors",
+                          where=f"--option {key}", fix="pass a plain value: a number, a word, a short list")
+    try:
+        return YAML(typ="safe").load(value)
+    except (YAMLError, RecursionError) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"invalid YAML value {value!r}: {problem}", where=f"--option {key}",
+                          fix="quote the value, or write it as YAML (3, true, [a, b])") from None
+
+
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option("--port", default=8765, show_default=True, type=int, help="The port (0 picks a free one).")
@@ -348,15 +378,7 @@ def view(host: str, port: int, open_browser: bool, config: str | None) -> None:
     def announce(url: str) -> None:
         click.echo(f"Oloproof viewer on {url} (read-only; Ctrl-C stops it)")
 
-    serve(project.store, project.plugins, host, port, announce, open_browser)
-
-
-def _umask() -> int:
-    import os
-
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    serve(project.reader(), project.plugins, host, port, announce, open_browser)
 
 
 @cli.command()
@@ -370,7 +392,7 @@ def runs(fmt: str, config: str | None) -> None:
     """
     from .report import table
 
-    headers = Project(config).store.list_runs()
+    headers = Project(config).reader().list_runs()
     if fmt == "json":
         from .outputs.view import run_ref
 
@@ -387,6 +409,36 @@ def runs(fmt: str, config: str | None) -> None:
     _echo(table(["run", "created", "state", "system", "config", "cases", "diagnosis child"],
                 [[h["id"], h["created"], h["state"], f"{h['system']['name']} {h['system']['version']}",
                   digest(h["system"].get("identity"))[:8], str(h["cases"]), origin(h)] for h in headers]))
+
+
+@cli.group()
+def store() -> None:
+    """Check the project's store."""
+
+
+@store.command()
+@config_option
+def check(config: str | None) -> None:
+    """Verify the whole store: every run against its seal, every cache value and object against
+    its checksum, and the database file itself. Exit 0 when nothing is damaged, 2 otherwise."""
+    store = Project(config).reader()
+    checker = getattr(store, "check", None)
+    if checker is None:
+        raise OloproofError("this store cannot check itself", fix="use the local store")
+    found = checker()
+    counts = found["counts"]
+
+    def n(count: int, noun: str) -> str:
+        return f"{count} {noun}" + ("" if count == 1 else "s")
+
+    lines = [f"Store {found['store']}: {n(counts['runs'], 'run')} ({n(counts['cases'], 'case record')}), "
+             f"{n(counts['cache'], 'cached value')}, {n(counts['objects'], 'object')}"]
+    if counts["unverified"]:
+        lines.append(f"Unverified: {counts['unverified']}, stored before checksums existed")
+    lines += [f"Damaged: {problem}" for problem in found["problems"]]
+    lines.append(f"{len(found['problems'])} damaged" if found["problems"] else "No damage found")
+    _echo(lines)
+    sys.exit(int(ExitCode.USAGE if found["problems"] else ExitCode.OK))
 
 
 CACHE_NAMESPACES = ("execution", "judgment", "stage:retrieve", "stage:generate")
@@ -407,7 +459,7 @@ def cache(ctx: click.Context, config: str | None) -> None:
         return
     from .report import table
 
-    store = Project(config).store
+    store = Project(config).reader()
     stats = getattr(store, "cache_stats", None)
     if stats is None:
         raise OloproofError(f"the store {type(store).__name__} cannot list its caches", fix="use the local store")
@@ -517,8 +569,56 @@ def validate(labels_file: str, criterion: str, run_id: str | None, config: str |
     sys.exit(int(code))
 
 
+def _on_interrupt() -> None:
+    """The first Ctrl-C stops the command cleanly (a run stores what finished and prints its
+    report); a second one exits at once, with no traceback."""
+    import os
+    import signal
+
+    def handler(signum, frame) -> None:
+        if handler.count:
+            os.write(2, b"Interrupted again: exiting now.\n")
+            os._exit(ExitCode.INTERRUPTED)
+        handler.count += 1
+        raise KeyboardInterrupt
+
+    handler.count = 0
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (an embedding test runner): keep Python's default
+        pass
+
+
+def _dispatch(debug: bool) -> int:
+    try:
+        cli.main(standalone_mode=False)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.USAGE)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return ExitCode.USAGE
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return ExitCode.INTERRUPTED
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - every error is one line; --debug adds the traceback
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        line, code = error_line(exc)
+        click.echo(f"error: {line}", err=True)
+        return code
+    return ExitCode.OK
+
+
 def main() -> None:
-    """Entry point: run the command; user errors print one line and exit 2.
+    """Entry point: run the command; user errors print one line and exit 2, a bug exits
+    ``ExitCode.INTERNAL`` with a one-line message.
 
     ``--debug`` (anywhere on the command line) or ``OLOPROOF_DEBUG=1`` adds the traceback.
     """
@@ -527,23 +627,15 @@ def main() -> None:
     debug = "--debug" in sys.argv or os.environ.get("OLOPROOF_DEBUG") == "1"
     if "--debug" in sys.argv:
         sys.argv.remove("--debug")
-    try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(ExitCode.USAGE)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(ExitCode.INTERRUPTED)
-    except OloproofError as exc:
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        click.echo(f"error: {exc.render()}", err=True)
-        sys.exit(ExitCode.USAGE)
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(ExitCode.INTERRUPTED)
+    _on_interrupt()
+    code = _dispatch(debug)
+    if code == ExitCode.INTERRUPTED:
+        # calls still in flight in worker threads (a system, a judge) are abandoned: exiting
+        # normally would wait for each of them
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)

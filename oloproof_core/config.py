@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -13,6 +12,8 @@ from attrs import fields, has
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 from .errors import ConfigError
+from .files import (MAX_YAML_BYTES, check_aliases, check_text, check_yaml_shape, parse_json_line, read_lines,
+                    read_text)
 from .model import Case
 
 Path_ = tuple  # a YAML path: keys and indices
@@ -35,21 +36,27 @@ class Document:
     @classmethod
     def load(cls, path: Path) -> Document:
         from ruamel.yaml import YAML
-        from ruamel.yaml.error import MarkedYAMLError
+        from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+        text = read_text(path, limit=MAX_YAML_BYTES, fix="create it, or pass another file with --config")
+        check_yaml_shape(text, path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"no such file {path.name}", where=str(path),
-                              fix="create it, or pass another file with --config") from None
-        try:
+            if "&" in text and "*" in text:  # anchors and aliases: count what they expand to first
+                check_aliases(YAML(typ="rt").parse(text), path)
             tree = YAML(typ="rt").load(text)
         except MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             where = f"{path.name}:{mark.line + 1}:{mark.column + 1}" if mark else path.name
             raise ConfigError(f"invalid YAML: {exc.problem or exc.context}", where=where,
                               fix="check the indentation and quoting on that line") from None
-        return cls(path, tree if tree is not None else {})
+        except YAMLError as exc:  # a character YAML does not allow, say
+            raise ConfigError(f"invalid YAML: {str(exc).splitlines()[0]}", where=path.name,
+                              fix="check the file's text") from None
+        except RecursionError:
+            raise ConfigError("nested too deeply", where=path.name, fix="flatten the file") from None
+        document = cls(path, tree if tree is not None else {})
+        check_text(document.data, "$", path.name)  # "\ud800" in double quotes is no character
+        return document
 
     def where(self, path: Sequence = ()) -> str:
         """``file:line:col: $.yaml.path`` of the deepest node of ``path`` that exists."""
@@ -226,40 +233,31 @@ def read_jsonl(path: Path, *, what: str, keys: tuple[str, ...], example: str,
     """One JSON object a line (blank lines skipped), each with a unique non-empty string ``id`` and
     no field outside ``keys``; yields ``("file:line", object)``. Every problem is a ConfigError
     naming the line and the fix; an empty file too."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"no such {what} file {path.name}", where=str(path), fix=missing_fix) from None
     first: dict[str, int] = {}
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{path.name}:{number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=where,
-                                  fix="write one JSON object per line") from None
-            if not isinstance(obj, dict):
-                raise ConfigError(f"expected a JSON object, got {type(obj).__name__}", where=where,
-                                  fix=f"write one object per line: {example}")
-            for key in obj:
-                if key not in keys:
-                    close = difflib.get_close_matches(key, keys, n=1)
-                    raise ConfigError(f"$.{key}: unknown field {key!r}", where=where,
-                                      fix=f"rename it to {close[0]!r}" if close else
-                                      f"a {what} line has only {', '.join(keys)}")
-            if "id" not in obj:
-                raise ConfigError("$.id: missing id", where=where, fix=f"write {example}")
-            if not isinstance(obj["id"], str) or not obj["id"]:
-                raise ConfigError(f"$.id: expected a non-empty string, got {_describe(obj['id'])}", where=where,
-                                  fix="quote the id")
-            if obj["id"] in first:
-                raise ConfigError(f"$.id: duplicate id {obj['id']!r} (first on line {first[obj['id']]})",
-                                  where=where, fix=f"give every {what} line its own id")
-            first[obj["id"]] = number
-            yield where, obj
+    for number, line in read_lines(path, what=what, missing_fix=missing_fix):
+        if not line.strip():
+            continue
+        where = f"{path.name}:{number}"
+        obj = parse_json_line(line, where)
+        if not isinstance(obj, dict):
+            raise ConfigError(f"expected a JSON object, got {type(obj).__name__}", where=where,
+                              fix=f"write one object per line: {example}")
+        for key in obj:
+            if key not in keys:
+                close = difflib.get_close_matches(key, keys, n=1)
+                raise ConfigError(f"$.{key}: unknown field {key!r}", where=where,
+                                  fix=f"rename it to {close[0]!r}" if close else
+                                  f"a {what} line has only {', '.join(keys)}")
+        if "id" not in obj:
+            raise ConfigError("$.id: missing id", where=where, fix=f"write {example}")
+        if not isinstance(obj["id"], str) or not obj["id"]:
+            raise ConfigError(f"$.id: expected a non-empty string, got {_describe(obj['id'])}", where=where,
+                              fix="quote the id")
+        if obj["id"] in first:
+            raise ConfigError(f"$.id: duplicate id {obj['id']!r} (first on line {first[obj['id']]})",
+                              where=where, fix=f"give every {what} line its own id")
+        first[obj["id"]] = number
+        yield where, obj
     if not first:
         raise ConfigError(f"the {what} file has no lines", where=path.name, fix=f"add one JSON object per line: {example}")
 

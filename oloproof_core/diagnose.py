@@ -6,6 +6,7 @@ an intervention; the output never claims a cause ("Implicated", "Candidate exper
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -95,6 +96,7 @@ class Diagnosis:
         self.cases = {c.id: c for c in suite.cases}
         # the unit the run counted positions in (older runs recorded none: the suite's)
         self.unit = self.header.get("relevance_unit") or suite.relevance_unit
+        self.pending: list[tuple[dict, list, dict]] = []  # child runs to store with the diagnosis
 
     # -- re-execution ----------------------------------------------------------------------
 
@@ -103,6 +105,7 @@ class Diagnosis:
         them on the criterion and store the child run. Returns its id, case -> passed, and case
         -> the evidence its re-execution recorded.
 
+        The child run is stored by :meth:`run`, together with the diagnosis that names it.
         Nothing here reads the execution cache, and the interventions generate uncached: a
         control served from a cache would say nothing about stability.
         """
@@ -141,8 +144,9 @@ class Diagnosis:
                   "relevance_unit": self.unit}
         rows = [{"id": r["id"], "case": r["case"], **e.to_data(), "judgments": {self.criterion: j.to_data()}}
                 for r, e, j in results]
-        self.store.save_run(header, rows, {"state": header["state"], "gate": None, "metrics": {}, "decisions": [],
-                                           "caches": {}})
+        # stored with the diagnosis, in one transaction: a diagnosis that dies leaves no child run
+        self.pending.append((header, rows, {"state": header["state"], "gate": None, "metrics": {}, "decisions": [],
+                                            "caches": {}}))
         evidence = {r["id"]: None if e.missing is not None else
                     self.observe(self.cases[r["id"]], e).state for r, e, _ in results}
         return run_id, {r["id"]: j.status == "pass" for r, _, j in results}, evidence
@@ -201,7 +205,11 @@ class Diagnosis:
             children += [(intervention.label, run_id), (intervention.control_label, control_id)]
         record.update(cases=sorted(cases_out, key=lambda c: c["id"]), children=[list(c) for c in children])
         object_id = "sha256:" + digest(record)
-        self.store.put_object("diagnosis", object_id, record)
+        batch = getattr(self.store, "batch", None)  # a store without batches writes them one by one
+        with batch() if batch is not None else contextlib.nullcontext():
+            for header, rows, summary in self.pending:
+                self.store.save_run(header, rows, summary)
+            self.store.put_object("diagnosis", object_id, record)
         return object_id, record
 
     def labelled(self, selected: list[dict], passed: dict, control_passed: dict) -> list[dict]:

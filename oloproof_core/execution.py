@@ -1,12 +1,14 @@
 """Executing cases: the execution cache first, then the system, concurrently, in case order.
 
 Cache misses run concurrently (threads for a synchronous system, an event loop for an ``aexecute``
-one) and are cached as they finish, so an interrupted or crashed run loses no finished case.
+one) and are cached as they finish (writer.py commits each within a bounded delay), so an
+interrupted or crashed run loses no finished case.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -19,8 +21,7 @@ from .model import Case, Execution
 from .plugins import Plugins
 from .recording import Recorder, call_with_recorder
 from .suite import Suite
-
-FLUSH_SECONDS = 0.5  # how often finished executions are written to the cache
+from .writer import CacheWriter
 
 
 def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugins: Plugins,
@@ -49,6 +50,8 @@ def _json_safe(output: Any, case: Case) -> Any:
 
     try:
         canonical(output)
+        if isinstance(output, (dict, list, float)):  # NaN and Infinity are not JSON a strict parser reads
+            json.dumps(output, allow_nan=False, default=str)
     except (TypeError, ValueError) as exc:
         raise ArtifactError(f"case {case.id!r}: the system returned a value that is not JSON: {exc}",
                             fix="return dicts, lists, strings, numbers, booleans or None") from None
@@ -202,22 +205,14 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
     if reused and getattr(system, "opaque", False):
         caches["reused"] = reused
     progress = Progress(len(misses))
-    buffer: list[tuple[str, dict]] = []
-    last_flush = [time.monotonic()]
-
-    def flush() -> None:
-        store.cache_put_many("execution", buffer)
-        buffer.clear()
-        last_flush[0] = time.monotonic()
+    writer = CacheWriter(store, "execution")
 
     def done(j: int, execution: Execution) -> None:
         i = misses[j]
         executions[i] = execution
         if execution.missing is None:
-            buffer.append((keys[i], {**execution.to_data(), "run": run_id}))
+            writer.put(keys[i], {**execution.to_data(), "run": run_id})
         progress.step()
-        if time.monotonic() - last_flush[0] > FLUSH_SECONDS:
-            flush()
 
     interrupted = False
     try:
@@ -226,5 +221,5 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
         interrupted = True
     finally:
         progress.close()
-        flush()
+        writer.close()
     return executions, interrupted

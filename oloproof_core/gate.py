@@ -98,6 +98,9 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
         if rule.kind == "observed_count" and rule.max_failures is None:
             raise ConfigError(f"rule {rule.id!r} of kind observed_count needs max_failures",
                               where=doc.where(at), fix="add `max_failures: 0`")
+        if rule.max_failures is not None and rule.max_failures < 0:
+            raise ConfigError(f"max_failures must be at least 0, got {rule.max_failures}",
+                              where=doc.where(at + ("max_failures",)), fix="write max_failures: 0")
         for bound in ("min", "max"):
             value_ = getattr(rule, bound)
             if value_ is not None and not 0.0 <= value_ <= 1.0 and rule.kind == "interval":

@@ -82,6 +82,9 @@ def import_object(target: str) -> Any:
     except ImportError as exc:
         raise OloproofError(f"cannot import module {module_name!r}: {exc}",
                             fix=f"put {module_name}.py in the project directory or install it") from exc
+    except Exception as exc:
+        raise OloproofError(f"importing module {module_name!r} failed: {type(exc).__name__}: {exc}",
+                            fix=f"fix {module_name}.py (--debug shows the traceback)") from exc
     obj = module
     for part in attr.split("."):
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -188,10 +189,24 @@ def render_failures(records: list[dict]) -> list[str]:
             for name, j in r["judgments"].items():
                 if j["status"] in ("fail", "missing"):
                     out.append(f"  {name}: {judgment_word(j)}")
-    return out
+    return [printable(line) for line in out]
+
+
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with terminal control characters (C0 but tab, DEL, C1) escaped: a stored output or a
+    judge's rationale may carry escape sequences that would move the cursor or recolour the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def render_case(record: dict) -> list[str]:
+    """What ``inspect --case`` prints, every stored text made printable."""
+    return [printable(line) for line in _case_lines(record)]
+
+
+def _case_lines(record: dict) -> list[str]:
     case = record["case"]
     out = [record["id"], f"  input: {json.dumps(case['input'], ensure_ascii=False)}",
            f"  expected: {json.dumps(case['expected'], ensure_ascii=False)}"]

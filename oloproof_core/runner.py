@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from attrs import field, frozen
@@ -20,6 +20,7 @@ from .identity import digest
 from .model import Case, Execution, Judgment, Summary
 from .plugins import Plugins
 from .suite import Suite
+from .writer import CacheWriter
 
 @frozen(kw_only=True)
 class CaseResult:
@@ -55,8 +56,19 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
     """Every evaluator's judgment of every (case, execution), from the judgment cache where it can.
 
     Returns one {criterion: Judgment} a pair, and the cache figures: ``[hits, misses]`` and the
-    usage (calls, tokens, cost) the fresh judgments report, per criterion.
+    usage (calls, tokens, cost) the fresh judgments report, per criterion. Ctrl-C raises
+    KeyboardInterrupt once every judgment already made is in the cache.
     """
+    judgments, figures, interrupted = judge_until_interrupted(pairs, specs, store, concurrency, use_cache)
+    if interrupted:
+        raise KeyboardInterrupt
+    return judgments, figures
+
+
+def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
+                            concurrency: int, use_cache: bool = True) -> tuple[list[dict], dict, bool]:
+    """:func:`judge`, but Ctrl-C stops judging and returns what was judged: the judgments not
+    made are missing (``interrupted``), and the third value says so."""
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
     for i, (case, execution) in enumerate(pairs):
@@ -96,15 +108,15 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
     # `concurrent = True`) run `concurrency` at a time.
     slow = [t for t in pending if getattr(t[1].evaluator, "concurrent", False)]
     fast = [t for t in pending if not getattr(t[1].evaluator, "concurrent", False)]
-    fresh: list[tuple[str, dict]] = []
     usage: dict[str, dict] = {}
+    writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
 
     def keep(item: tuple[int, Any, str], judgment: Judgment) -> None:
         i, spec, key = item
         criterion = spec.evaluator.criterion
         judgments[i][criterion] = judgment
         if judgment.status != "missing":
-            fresh.append((key, judgment.to_data()))
+            writer.put(key, judgment.to_data())
         spent = judgment.detail.get("usage") if judgment.detail else None
         if spent:
             total = usage.setdefault(criterion, {"calls": 0})
@@ -113,28 +125,38 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     total[name] = total.get(name, 0) + value
 
+    interrupted = False
     try:
         for item in fast:
             keep(item, evaluate(item))
         if slow:
-            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="oloproof-judge") as pool:
-                for item, judgment in zip(slow, pool.map(evaluate, slow)):
-                    keep(item, judgment)
-    finally:  # an interrupt keeps every judgment already paid for
-        store.cache_put_many("judgment", fresh)
+            pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="oloproof-judge")
+            try:
+                futures = {pool.submit(evaluate, item): item for item in slow}
+                for future in as_completed(futures):  # kept as each returns, not in case order
+                    keep(futures.pop(future), future.result())
+            finally:  # on Ctrl-C the calls in flight are abandoned, not waited for
+                pool.shutdown(wait=False, cancel_futures=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        for i, spec, _ in pending:
+            judgments[i].setdefault(spec.evaluator.criterion, Judgment.missing("interrupted"))
+    finally:
+        writer.close()
     figures: dict = {"judgment": [len(todo) - len(pending), len(pending)]}
     if usage:
         figures["usage"] = usage
-    return judgments, figures
+    return judgments, figures, interrupted
 
 
 def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict,
-                use_cache: bool = True) -> list[dict]:
-    """The judgments of a run's cases; the cache figures go into ``caches``."""
-    judgments, figures = judge(list(zip(suite.cases, executions)), suite.evaluators, store, suite.concurrency,
-                               use_cache)
+                use_cache: bool = True) -> tuple[list[dict], bool]:
+    """The judgments of a run's cases, and whether Ctrl-C stopped the judging; the cache figures
+    go into ``caches``."""
+    judgments, figures, interrupted = judge_until_interrupted(list(zip(suite.cases, executions)), suite.evaluators,
+                                                              store, suite.concurrency, use_cache)
     caches.update(figures)
-    return judgments
+    return judgments, interrupted
 
 
 def summarize(suite: Suite, results: list[CaseResult], confidence: float,
@@ -190,7 +212,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     cases, metrics, not_run = list(suite.cases), suite.metrics, 0
     if sequential is None:
         executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache, run_id)
-        judgments = judge_cases(suite, store, executions, caches, use_cache)
+        judgments, stopped = judge_cases(suite, store, executions, caches, use_cache)
+        interrupted = interrupted or stopped
     else:  # batch by batch until the gate is decided (sequential.py)
         def decide(by_criterion: dict, anytime: dict, left: int) -> list[Decision]:
             return decide_policy(suite.policy, by_criterion, anytime, confidence, judges, store, left)

@@ -120,7 +120,8 @@ class Sequential:
             part = attrs.evolve(suite, cases=tuple(suite.cases[i] for i in batch))
             figures: dict = {}
             batch_executions, interrupted = execute_cases(part, plugins, store, figures, use_cache, run_id)
-            batch_judgments = judge_cases(part, store, batch_executions, figures, use_cache)
+            batch_judgments, stopped = judge_cases(part, store, batch_executions, figures, use_cache)
+            interrupted = interrupted or stopped
             _merge(caches, figures)
             done += batch
             executions += batch_executions

@@ -128,8 +128,8 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     if not use_cache:
         executions = "refresh"
     project_dir = config_path.resolve().parent
-    if str(project_dir) not in sys.path:  # `callable: app:run` finds app.py in the project
-        sys.path.insert(0, str(project_dir))
+    if str(project_dir) not in sys.path:  # `callable: app:run` finds app.py in the project,
+        sys.path.append(str(project_dir))  # after the installed packages: a project ulid.py shadows nothing
 
     system, kind = _load_system(doc, skeleton.system, plugins, project_dir, store,
                                 use_cache and executions != "refresh")
@@ -196,6 +196,9 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     store_type = store.pop("type", "local")
     store_entry = plugins.stores.get(store_type, where=doc.where(("store", "type")))
     store_options = _options(doc, store_entry, store, ("store",), f"store {store_type!r}")
+    if skeleton.min_slice_support < 0:
+        raise ConfigError(f"min_slice_support must be at least 0, got {skeleton.min_slice_support}",
+                          where=doc.where(("min_slice_support",)), fix="write min_slice_support: 10")
     if skeleton.concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {skeleton.concurrency}",
                           where=doc.where(("concurrency",)), fix="write concurrency: 8")

@@ -45,9 +45,11 @@ def describe(command: click.Command, path: list[str]) -> list[str]:
 def render() -> str:
     lines = ["# Command-line reference", "",
              "Generated from the command definitions by `scripts/cli_reference.py`. Every command exits 0 on",
-             "success and 2 on a usage, config or input error; `run` and `compare` exit 1 when a blocking",
-             "rule FAILed and 3 when blocked without a FAIL; an interrupted run exits 130. Any command",
-             "takes `--debug` to show the traceback behind an error.", ""]
+             "success and 2 on a usage, config, input, environment or storage error (one line: what, where,",
+             "and the fix); `run` and `compare` exit 1 when a blocking rule FAILed and 3 when blocked",
+             "without a FAIL; an interrupted command exits 130; a bug in Oloproof or a plugin exits 70, so a",
+             "crash is never taken for a gate's verdict. Any command takes `--debug` to show the traceback",
+             "behind an error.", ""]
     lines += describe(cli, ["oloproof"])
     return "\n".join(lines).rstrip() + "\n"
 

@@ -48,6 +48,7 @@ class StandIn:
         self.rules: list[tuple[str, str]] = []
         self.default = verdict("pass")
         self.requests: list[dict] = []
+        self.replied: list[float] = []  # time.time() of every reply sent in full
         self.in_flight = self.max_in_flight = 0  # requests being answered at once
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -161,6 +162,9 @@ def _handler(standin: StandIn) -> type:
                          "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
             try:
                 self.send(200, json.dumps(reply).encode())
+                self.wfile.flush()
+                with standin.lock:
+                    standin.replied.append(time.time())
             except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                 pass
 

@@ -11,6 +11,7 @@ has every option and the measurements behind the transport.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import re
@@ -38,19 +39,37 @@ class Options:
     max_backoff: float = 30.0  # the longest wait between attempts, Retry-After included
     concurrency: int | None = None  # requests in flight; the suite's concurrency when unset
     requests_per_second: float | None = None
+    max_response_bytes: int = 10_000_000  # a larger response body is not read: the case is missing
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # no header value may carry these (CR/LF above all)
 
 
 def expand(value: str, where: str) -> str:
-    """``${NAME}`` replaced by the environment variable NAME, which must be set."""
+    """``${NAME}`` replaced by the environment variable NAME, which must be set and not empty;
+    the result must be a valid header value. The value itself is never in a message."""
 
     def one(match: re.Match) -> str:
         name = match.group(1)
         if name not in os.environ:
             raise ConfigError(f"{where} uses ${{{name}}}, but the environment variable {name} is not set",
                               fix=f"export {name}=... before running")
+        if not os.environ[name].strip():
+            raise ConfigError(f"{where} uses ${{{name}}}, but the environment variable {name} is empty",
+                              fix=f"export {name}=... with its value before running")
+        if CONTROL.search(os.environ[name]):
+            raise ConfigError(f"{where} uses ${{{name}}}, whose value holds a control character (a line break?)",
+                              fix=f"export {name} without line breaks or control characters")
         return os.environ[name]
 
-    return ENV.sub(one, value)
+    if CONTROL.search(value):
+        raise ConfigError(f"{where} holds a control character (a line break?)", fix="write the value on one line")
+    expanded = ENV.sub(one, value)
+    try:
+        expanded.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{where} holds a character a header cannot carry", fix="use ASCII in header values") from None
+    return expanded
 
 
 def check(options: Options) -> None:
@@ -64,7 +83,8 @@ def check(options: Options) -> None:
         value = getattr(options, name)
         if value is not None and value <= 0:
             raise ConfigError(f"{name} must be positive, got {value}", fix=f"write {name}: 10")
-    for name, least in (("retries", 0), ("backoff", 0), ("max_backoff", 0), ("concurrency", 1)):
+    for name, least in (("retries", 0), ("backoff", 0), ("max_backoff", 0), ("concurrency", 1),
+                        ("max_response_bytes", 1)):
         value = getattr(options, name)
         if value is not None and value < least:
             raise ConfigError(f"{name} must be at least {least}, got {value}", fix=f"write {name}: {least}")
@@ -157,34 +177,75 @@ class HttpSystem:
         return output
 
     async def request(self, case: Any) -> Any:
-        """The response's JSON, or CaseMissing with the last attempt's problem."""
+        """The response's JSON, or CaseMissing with the last attempt's problem. A request that
+        cannot be built, or a response too large to read, is not retried."""
         if self.client is None:  # made on the runner's event loop, which aiohttp binds to
             self.client = self.make_client()
         options = self.options
+        try:
+            content = json.dumps(dict(case.input), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise CaseMissing(f"request_error: the input is not JSON: {exc}") from None
         for attempt in range(options.retries + 1):
             await self.limiter.wait()
             wait = None
             try:
                 async with asyncio.timeout(options.timeout):
-                    response = await self.client.request(self.method, self.url, json=dict(case.input))
-            except Exception as exc:  # noqa: BLE001 - no response at all: a transport failure, retried
+                    status, headers, body = await self.send(content)
+            except TooLarge as exc:
+                raise CaseMissing(f"response_too_large: {exc}") from None
+            except Exception as exc:  # noqa: BLE001 - sorted below: a transport failure is retried
+                if local(exc):
+                    raise CaseMissing(f"request_error: {type(exc).__name__}: {exc}") from None
                 problem = failure(exc)
             else:
-                status = response.status_code
                 if 200 <= status < 300:
                     try:
-                        return response.json()
+                        return json.loads(body)
                     except ValueError:  # json.JSONDecodeError and UnicodeDecodeError alike
                         problem = "invalid_json"
                 elif status in (408, 429) or status >= 500:
                     problem = f"http_error: {status}"
-                    wait = retry_after(response.headers)
+                    wait = retry_after(headers)
                 else:  # any other status: sending the same request again would get the same answer
                     raise CaseMissing(f"http_error: {status}")
             if attempt < options.retries:
                 backoff = random.uniform(0, min(options.max_backoff, options.backoff * 2 ** attempt))
                 await asyncio.sleep(backoff if wait is None else min(wait, options.max_backoff))
         raise CaseMissing(problem)
+
+    async def send(self, content: bytes) -> tuple[int, Any, bytes]:
+        """One attempt: the status, the headers and the body, read no further than
+        ``max_response_bytes``."""
+        limit = self.options.max_response_bytes
+        async with self.client.stream(self.method, self.url, content=content,
+                                      headers={"Content-Type": "application/json"}) as response:
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise TooLarge(f"{declared} bytes, over max_response_bytes {limit}")
+            chunks, size = [], 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise TooLarge(f"over max_response_bytes {limit}")
+                chunks.append(chunk)
+            return response.status_code, response.headers, b"".join(chunks)
+
+
+class TooLarge(Exception):
+    """A response body over ``max_response_bytes``: not read further, not retried."""
+
+
+def local(exc: BaseException) -> bool:
+    """Whether an attempt failed before anything was sent, for a reason a retry cannot change (a
+    request that cannot be built). Timeouts, refused and reset connections are not local."""
+    import httpx
+
+    if isinstance(exc, (httpx.LocalProtocolError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
+        return True
+    if isinstance(exc, (httpx.TransportError, TimeoutError, OSError)):
+        return False
+    return not type(exc).__module__.startswith(("aiohttp", "httpx", "asyncio"))
 
 
 def field_at(body: Any, path: str | None, option: str, fix: str) -> Any:

@@ -2,12 +2,17 @@
 
 Runs are written in one transaction and never updated (immutable); the caches and the
 content-addressed objects (comparisons, diagnoses) live beside them. WAL mode and a busy timeout
-let two runs in one project write without corrupting each other.
+let two runs in one project write without corrupting each other. Every run carries a seal (the
+count and digest of its case records, and a digest of its header and summary) that every read
+checks; every cache value and object carries a checksum. A damaged value is an error naming
+``oloproof store check`` (a cache value: a miss, counted in ``damaged``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -16,7 +21,9 @@ from pathlib import Path
 
 from attrs import frozen
 
-from oloproof import ConfigError, hookimpl
+from oloproof import ConfigError, OloproofError, hookimpl
+
+from .integrity import check_store, checksum, seal_of
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, created REAL, header TEXT, summary TEXT);
@@ -25,7 +32,10 @@ CREATE TABLE IF NOT EXISTS run_cases (run_id TEXT, idx INTEGER, case_id TEXT, re
 CREATE TABLE IF NOT EXISTS cache (ns TEXT, key TEXT, value TEXT, PRIMARY KEY (ns, key));
 CREATE TABLE IF NOT EXISTS objects (id TEXT PRIMARY KEY, kind TEXT, created REAL, record TEXT);
 """
+# integrity columns, added to a store made before they existed (their rows stay unverified)
+COLUMNS = {"runs": "seal", "cache": "checksum", "objects": "checksum"}
 CHUNK = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
+CHECK = "run `oloproof store check`"
 
 
 @frozen(kw_only=True)
@@ -34,50 +44,160 @@ class Options:
 
 
 class LocalStore:
-    """Runs, caches and objects in ``<project>/.oloproof/store.db``."""
+    """Runs, caches and objects in ``<project>/.oloproof/store.db``.
+
+    ``read_only = True`` (set before the first use) opens the database read-only: the reading
+    commands work in a store they may not write.
+    """
 
     def __init__(self, options: Options | None, project_dir: Path):
         self.root = Path(project_dir) / (options.path if options else ".oloproof")
+        self.path = self.root / "store.db"
+        self.read_only = False
+        self.damaged: dict[str, int] = {}  # cache namespace -> values that failed their checksum
         self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._batch = 0
+        self.seal, self.cache_sum, self.object_sum = "seal", "checksum", "checksum"  # or NULL: not there
+
+    @property
+    def shown(self) -> str:
+        return f"{self.root.name}/store.db"
 
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
-            self.root.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.root / "store.db", timeout=60, check_same_thread=False,
-                                 isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(SCHEMA)
-            self._db = db
+            with self._guard():
+                self._db = self._open_read_only() if self.read_only else self._open()
         return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():  # created like any file the user makes: 0666 less the umask
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o666))
+        db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # with WAL: a commit survives a crash of the process
+        db.executescript(SCHEMA)
+        for table, column in COLUMNS.items():
+            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        return db
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            return self._open_read_only_empty()
+        uri = self.path.resolve().as_uri()
+        try:
+            db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, check_same_thread=False,
+                                 isolation_level=None)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            # a WAL database in a folder we may not write: read it as it is on disk
+            db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False, isolation_level=None)
+        present = {table: {row[1] for row in db.execute(f"PRAGMA table_info({table})")} for table in COLUMNS}
+        if not all(present.values()):  # a database without our tables: nothing we know is stored in it
+            db.close()
+            return self._open_read_only_empty()
+        # a store made before the integrity columns (and not written since) reads as unverified
+        self.seal, self.cache_sum, self.object_sum = (
+            column if column in present[table] else "NULL" for table, column in COLUMNS.items())
+        return db
+
+    @staticmethod
+    def _open_read_only_empty() -> sqlite3.Connection:
+        """Nothing stored yet: an empty store in memory, so reading commands find no runs."""
+        db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        db.executescript(SCHEMA)
+        for table, column in COLUMNS.items():
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        return db
 
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
 
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """SQLite's errors as one line each: what happened to which file, and the fix."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._problem(exc) from None
+
+    def _problem(self, exc: sqlite3.Error) -> OloproofError:
+        text = str(exc)
+        if "full" in text or "disk I/O" in text:
+            fix = "free some disk space (or raise the file size limit, ulimit -f) and run again"
+        elif "not a database" in text or "malformed" in text:
+            fix = f"{CHECK}; move the damaged {self.shown} aside to start a new store"
+        elif "readonly" in text or "unable to open" in text or "read-only" in text:
+            fix = f"make {self.root.name}/ writable (the reading commands runs and inspect work without)"
+        elif "locked" in text:
+            fix = "another oloproof command is writing the store; wait for it and run again"
+        else:
+            fix = CHECK
+        return OloproofError(f"the store could not be used: {text}", where=self.shown, fix=fix)
+
+    def _damaged(self, what: str) -> OloproofError:
+        return OloproofError(f"{what} is damaged (its stored checksum does not match)", where=self.shown,
+                             fix=f"{CHECK} to see everything damaged; export what is intact, or run again")
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Everything written inside is committed together, or not at all (a diagnosis and its
+        child runs, say)."""
+        with self._guard(), self._lock:
+            outer = self._batch == 0
+            if outer:
+                self.db.execute("BEGIN IMMEDIATE")
+            self._batch += 1
+            try:
+                yield
+            except BaseException:
+                self._batch -= 1
+                if outer:
+                    self.db.execute("ROLLBACK")
+                raise
+            self._batch -= 1
+            if outer:
+                self.db.execute("COMMIT")
+
+    def _write(self):
+        """A transaction of its own, or a part of the open batch."""
+        return contextlib.nullcontext() if self._batch else self.batch()
+
     # -- caches ------------------------------------------------------------------------
 
     def cache_get_many(self, ns: str, keys: Iterable[str]) -> dict[str, object]:
-        """The cached values of ``keys`` in namespace ``ns`` that exist."""
+        """The cached values of ``keys`` in namespace ``ns`` that exist and are intact."""
         keys = list(dict.fromkeys(keys))
         found: dict[str, object] = {}
         for start in range(0, len(keys), CHUNK):
             part = keys[start:start + CHUNK]
             marks = ",".join("?" * len(part))
-            with self._lock:
-                rows = self.db.execute(f"SELECT key, value FROM cache WHERE ns = ? AND key IN ({marks})",
+            with self._guard(), self._lock:
+                rows = self.db.execute(f"SELECT key, value, {self.cache_sum} FROM cache WHERE ns = ? AND key IN ({marks})",
                                        [ns, *part]).fetchall()
-            found.update((k, json.loads(v)) for k, v in rows)
+            for key, value, stored in rows:
+                if stored is None:  # written before checksums: recomputed, as when in doubt
+                    continue
+                if stored != checksum(ns, key, value):
+                    self.damaged[ns] = self.damaged.get(ns, 0) + 1
+                    continue
+                found[key] = json.loads(value)
         return found
 
     def cache_put_many(self, ns: str, items: Iterable[tuple[str, object]]) -> None:
-        rows = [(ns, k, json.dumps(v, ensure_ascii=False, sort_keys=True)) for k, v in items]
+        rows = []
+        for k, v in items:
+            value = json.dumps(v, ensure_ascii=False, sort_keys=True)
+            rows.append((ns, k, value, checksum(ns, k, value)))
         if rows:
-            with self._lock, self._transaction():
-                self.db.executemany("INSERT OR REPLACE INTO cache (ns, key, value) VALUES (?, ?, ?)", rows)
+            with self._guard(), self._lock, self._write():
+                self.db.executemany("INSERT OR REPLACE INTO cache (ns, key, value, checksum) VALUES (?, ?, ?, ?)",
+                                    rows)
 
     def cache_stats(self) -> list[tuple[str, int, int]]:
         """(namespace, entries, bytes of stored values) for every cache namespace, by name."""
@@ -96,11 +216,12 @@ class LocalStore:
     def save_run(self, header: dict, cases: Iterable[dict], summary: dict) -> None:
         """Write a whole run at once: either all of it is stored or none of it."""
         # key order kept: judgments stay in the suite's evaluator order
-        rows = [(header["id"], i, c["id"], json.dumps(c, ensure_ascii=False))
-                for i, c in enumerate(cases)]
-        with self._lock, self._transaction():
-            self.db.execute("INSERT INTO runs (id, created, header, summary) VALUES (?, ?, ?, ?)",
-                            (header["id"], time.time(), json.dumps(header), json.dumps(summary)))
+        rows = [(header["id"], i, c["id"], json.dumps(c, ensure_ascii=False)) for i, c in enumerate(cases)]
+        header_text, summary_text = json.dumps(header), json.dumps(summary)
+        seal = seal_of(header_text, summary_text, [(i, case_id, record) for _, i, case_id, record in rows])
+        with self._guard(), self._lock, self._write():
+            self.db.execute("INSERT INTO runs (id, created, header, summary, seal) VALUES (?, ?, ?, ?, ?)",
+                            (header["id"], time.time(), header_text, summary_text, json.dumps(seal)))
             self.db.executemany("INSERT INTO run_cases (run_id, idx, case_id, record) VALUES (?, ?, ?, ?)", rows)
 
     def resolve_run(self, prefix: str) -> str:
@@ -113,7 +234,7 @@ class LocalStore:
             raise ConfigError(f"no run in {self.root.name}/ yet", fix="start one with `oloproof run`")
         if not prefix.startswith("run_"):
             prefix = "run_" + prefix
-        with self._lock:
+        with self._guard(), self._lock:
             ids = [r[0] for r in self.db.execute("SELECT id FROM runs WHERE id >= ? AND id < ? LIMIT 2",
                                                  (prefix, prefix + "\uffff"))]
         if not ids:
@@ -123,61 +244,85 @@ class LocalStore:
                               fix="give more characters of the run id")
         return ids[0]
 
+    def _seal(self, run_id: str, header: str, summary: str, seal: str | None) -> dict | None:
+        """The run's seal, after checking its header and summary against it."""
+        if seal is None:
+            return None  # stored before seals existed
+        try:
+            data = json.loads(seal)
+            intact = data["meta"] == checksum(header, summary)
+        except (ValueError, KeyError, TypeError):
+            intact = False
+        if not intact:
+            raise self._damaged(f"run {run_id}")
+        return data
+
     def get_run(self, run_id: str) -> tuple[dict, dict]:
-        with self._lock:
-            row = self.db.execute("SELECT header, summary FROM runs WHERE id = ?", (run_id,)).fetchone()
+        with self._guard(), self._lock:
+            row = self.db.execute(f"SELECT header, summary, {self.seal} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise ConfigError(f"no run {run_id}", fix="list the runs with `oloproof runs`")
+        self._seal(run_id, *row)
         return json.loads(row[0]), json.loads(row[1])
 
     def run_cases(self, run_id: str) -> Iterator[dict]:
-        with self._lock:
-            rows = self.db.execute("SELECT record FROM run_cases WHERE run_id = ? ORDER BY idx", (run_id,)).fetchall()
-        for (record,) in rows:
+        """The run's case records in case order, after checking them against the run's seal."""
+        with self._guard(), self._lock:
+            head = self.db.execute(f"SELECT header, summary, {self.seal} FROM runs WHERE id = ?", (run_id,)).fetchone()
+            rows = self.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? ORDER BY idx",
+                                   (run_id,)).fetchall()
+        seal = self._seal(run_id, *head) if head is not None else None
+        if seal is not None and seal_of("", "", rows)["digest"] != seal["digest"] or \
+                seal is not None and len(rows) != seal["cases"]:
+            problem = f"{len(rows)} of its {seal['cases']} case records" if len(rows) != seal["cases"] else \
+                "its case records"
+            raise OloproofError(f"run {run_id} is damaged: {problem} do not match what was stored",
+                                where=self.shown, fix=f"{CHECK} to see everything damaged; run the suite again")
+        for _, _, record in rows:
             yield json.loads(record)
 
     def list_runs(self) -> list[dict]:
-        with self._lock:
-            rows = self.db.execute("SELECT header FROM runs ORDER BY id").fetchall()
-        return [json.loads(r[0]) for r in rows]
+        with self._guard(), self._lock:
+            rows = self.db.execute(f"SELECT id, header, summary, {self.seal} FROM runs ORDER BY id").fetchall()
+        for run_id, header, summary, seal in rows:
+            self._seal(run_id, header, summary, seal)
+        return [json.loads(r[1]) for r in rows]
 
     # -- content-addressed objects (comparisons, diagnoses) ------------------------------
 
     def put_object(self, kind: str, object_id: str, record: dict) -> None:
-        with self._lock, self._transaction():
-            self.db.execute("INSERT OR IGNORE INTO objects (id, kind, created, record) VALUES (?, ?, ?, ?)",
-                            (object_id, kind, time.time(), json.dumps(record, sort_keys=True)))
+        text = json.dumps(record, sort_keys=True)
+        with self._guard(), self._lock, self._write():
+            self.db.execute("INSERT OR IGNORE INTO objects (id, kind, created, record, checksum) VALUES (?, ?, ?, ?, ?)",
+                            (object_id, kind, time.time(), text, checksum(object_id, kind, text)))
+
+    def _object(self, object_id: str, kind: str, record: str, stored: str | None) -> dict:
+        if stored is not None and stored != checksum(object_id, kind, record):
+            raise self._damaged(f"{kind} {object_id}")
+        return json.loads(record)
 
     def get_object(self, prefix: str) -> tuple[str, str, dict]:
-        with self._lock:
-            rows = self.db.execute("SELECT id, kind, record FROM objects WHERE id >= ? AND id < ? LIMIT 2",
+        with self._guard(), self._lock:
+            rows = self.db.execute(f"SELECT id, kind, record, {self.object_sum} FROM objects WHERE id >= ? AND id < ? LIMIT 2",
                                    (prefix, prefix + "\uffff")).fetchall()
         if len(rows) != 1:
             problem = f"no object {prefix}" if not rows else f"{prefix} is ambiguous"
             raise ConfigError(problem, fix="copy the whole sha256:... id the command printed")
-        object_id, kind, record = rows[0]
-        return object_id, kind, json.loads(record)
+        object_id, kind, record, stored = rows[0]
+        return object_id, kind, self._object(object_id, kind, record, stored)
 
     def list_objects(self, kind: str) -> list[tuple[str, dict]]:
         """Every stored object of ``kind``, oldest first."""
-        with self._lock:
-            rows = self.db.execute("SELECT id, record FROM objects WHERE kind = ? ORDER BY created, rowid",
+        with self._guard(), self._lock:
+            rows = self.db.execute(f"SELECT id, record, {self.object_sum} FROM objects WHERE kind = ? ORDER BY created, rowid",
                                    (kind,)).fetchall()
-        return [(object_id, json.loads(record)) for object_id, record in rows]
+        return [(object_id, self._object(object_id, kind, record, stored)) for object_id, record, stored in rows]
 
-    def _transaction(self):
-        return _Transaction(self.db)
+    # -- the whole store -----------------------------------------------------------------
 
-
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection):
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind, exc, tb) -> None:
-        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+    def check(self) -> dict:
+        """Verify everything stored (integrity.check_store): the counts, and one line a problem."""
+        return check_store(self)
 
 
 @hookimpl

@@ -1,0 +1,265 @@
+"""Files in and out, within bounds: input read with limits on size, nesting and expansion before
+it is built, strict JSON, and bundle files written whole, inside the project, with the umask.
+
+Every problem is a located ConfigError (``file:line: problem; fix: ...``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, OloproofError
+
+# -- bounded input: every file is checked for size, nesting and expansion before it is built -----
+
+MAX_YAML_BYTES = 1_000_000  # a config or policy file; real ones are a few kilobytes
+MAX_YAML_NODES = 100_000  # values a YAML file may expand to, its aliases expanded
+MAX_DEPTH = 64  # nesting of YAML and of each JSON line
+MAX_LINE_BYTES = 16_000_000  # one line of a case or label file
+
+
+def read_text(path: Path, *, limit: int, fix: str) -> str:
+    """A UTF-8 text file of at most ``limit`` bytes; every way it can fail is a located ConfigError."""
+    data = read_bytes(path, limit=limit, fix=fix)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(f"not UTF-8 text: byte 0x{data[exc.start]:02x}", where=f"{path.name}:{line}:{column}",
+                          fix="save the file as UTF-8") from None
+
+
+def shown(path: Path) -> str:
+    """``path`` as the user would write it: relative to the current directory when inside it."""
+    import os
+
+    try:
+        return os.path.relpath(path) if Path(os.path.abspath(path)).is_relative_to(Path.cwd()) else str(path)
+    except (OSError, ValueError):
+        return str(path)
+
+
+def open_file(path: Path, fix: str):
+    """``path`` opened for reading in binary; a missing file, a directory or a symlink loop is a
+    ConfigError naming it."""
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        raise ConfigError(f"no such file {path.name}", where=shown(path), fix=fix) from None
+    except IsADirectoryError:
+        raise ConfigError("a directory, not a file", where=shown(path), fix="name the file inside it") from None
+    except OSError as exc:
+        problem = exc.strerror[:1].lower() + exc.strerror[1:] if exc.strerror else str(exc)
+        raise ConfigError(f"cannot read it: {problem}", where=shown(path),
+                          fix="fix the path (a symbolic link loop, a permission)") from None
+
+
+def read_bytes(path: Path, *, limit: int, fix: str) -> bytes:
+    with open_file(path, fix) as handle:
+        try:
+            data = handle.read(limit + 1)
+        except IsADirectoryError:
+            raise ConfigError("a directory, not a file", where=shown(path), fix="name the file inside it") from None
+    if len(data) > limit:
+        raise ConfigError(f"the file is larger than {limit // 1_000_000} MB", where=path.name,
+                          fix="keep configs and policies small; put cases in the JSONL case file")
+    return data
+
+
+def check_yaml_shape(text: str, path: Path) -> None:
+    """Nesting, bounded before the parser sees it (its cost grows with the square of the depth):
+    flow brackets at most MAX_DEPTH deep, block indentation at most 4 * MAX_DEPTH columns."""
+    depth = 0
+    for match in re.finditer(r"[\[\]{}]", text):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > MAX_DEPTH:
+            line = text.count("\n", 0, match.start()) + 1
+            raise ConfigError(f"nested more than {MAX_DEPTH} levels deep", where=f"{path.name}:{line}",
+                              fix="flatten the file")
+    for line, match in enumerate(re.finditer(r"^[ \t?:-]*", text, re.MULTILINE), 1):
+        if match.end() - match.start() > 4 * MAX_DEPTH:
+            raise ConfigError(f"nested more than {MAX_DEPTH} levels deep", where=f"{path.name}:{line}",
+                              fix="flatten the file")
+
+
+def check_aliases(events: Any, path: Path) -> None:
+    """Count the values the document expands to, each alias counted as what it names, from the
+    parser's events (nothing is expanded); more than MAX_YAML_NODES is an error."""
+    from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
+
+    sizes: dict[str, int] = {}
+    stack: list[list] = [[None, 0]]  # [anchor, values so far] of each open collection
+    for event in events:
+        if isinstance(event, CollectionStartEvent):
+            stack.append([event.anchor, 1])
+        elif isinstance(event, CollectionEndEvent):
+            anchor, size = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+            stack[-1][1] += size
+        elif isinstance(event, (ScalarEvent, AliasEvent)):
+            size = 1 if isinstance(event, ScalarEvent) else sizes.get(event.anchor, 1)
+            if isinstance(event, ScalarEvent) and event.anchor is not None:
+                sizes[event.anchor] = 1
+            stack[-1][1] += size
+        else:
+            continue
+        if sum(frame[1] for frame in stack) > MAX_YAML_NODES:
+            mark = event.start_mark
+            raise ConfigError(f"its aliases expand to more than {MAX_YAML_NODES:,} values",
+                              where=f"{path.name}:{mark.line + 1}:{mark.column + 1}",
+                              fix="write the repeated blocks out, or use fewer nested aliases")
+
+
+class _Strict(ValueError):
+    """Raised inside the JSON decoder's hooks: a value no strict JSON parser accepts."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict:
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _Strict(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def _constant(name: str) -> Any:
+    raise _Strict(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+
+
+def parse_json_line(line: str, where: str) -> Any:
+    """One line of JSON, strictly: no NaN or Infinity, no duplicate key, at most MAX_DEPTH deep,
+    and text only (a lone surrogate escape such as ``\\ud800`` is not a character)."""
+    if line.count("[") + line.count("{") > MAX_DEPTH and _depth(line) > MAX_DEPTH:
+        raise ConfigError(f"nested more than {MAX_DEPTH} levels deep", where=where, fix="flatten the object")
+    try:
+        obj = _DECODER.decode(line)
+    except _Strict as exc:
+        raise ConfigError(f"invalid JSON: {exc}", where=where,
+                          fix="write strict JSON: numbers are finite, each key appears once") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=where,
+                          fix="write one JSON object per line") from None
+    if re.search(r"\\u[dD][89a-fA-F]", line):
+        check_text(obj, "$", where)
+    return obj
+
+
+def _depth(line: str) -> int:
+    """The deepest bracket nesting of a JSON text, strings skipped."""
+    deepest = depth = 0
+    in_string = escaped = False
+    for char in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_text(value: Any, path: str, where: str) -> None:
+    """Every string and key of ``value`` is text: a lone surrogate is a ConfigError at its path."""
+    texts = [(f"{path}.{k}" if isinstance(k, str) else path, k) for k in value] if isinstance(value, dict) else []
+    if isinstance(value, str):
+        texts = [(path, value)]
+    for at, text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(f"{at}: a lone surrogate escape is not text", where=where,
+                              fix="write the character itself, or a complete \\uD8xx\\uDCxx pair") from None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_text(item, f"{path}.{key}", where)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_text(item, f"{path}[{i}]", where)
+
+
+def read_lines(path: Path, *, what: str, missing_fix: str) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a UTF-8 text file, each at most MAX_LINE_BYTES."""
+    try:
+        handle = open_file(path, missing_fix)
+    except ConfigError as exc:
+        if exc.problem.startswith("no such file"):
+            raise ConfigError(f"no such {what} file {path.name}", where=shown(path), fix=missing_fix) from None
+        raise
+    with handle:
+        number = 0
+        while True:
+            try:
+                raw = handle.readline(MAX_LINE_BYTES + 1)
+            except IsADirectoryError:
+                raise ConfigError("a directory, not a file", where=shown(path), fix="name the file inside it") from None
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise ConfigError(f"the line is longer than {MAX_LINE_BYTES // 1_000_000} MB",
+                                  where=f"{path.name}:{number}", fix=f"keep each {what} under that size")
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
+                                  where=f"{path.name}:{number}", fix="save the file as UTF-8") from None
+
+
+
+
+def bundle_folder(project_dir: Path, run_id: str) -> Path:
+    """``.oloproof/bundles/RUN_ID``, made if need be, refusing any symbolic link that leads out of
+    the project's ``.oloproof/``."""
+    root = project_dir.resolve() / ".oloproof"
+    folder = root
+    for part in ("bundles", run_id):
+        folder = folder / part
+        if folder.is_symlink():
+            raise OloproofError(f"{folder.relative_to(project_dir.resolve())} is a symbolic link; a bundle is "
+                                "written only inside .oloproof/", fix="remove the link and export again")
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o777, exist_ok=True)  # 0777 less the umask, as any folder the user makes
+    if not os.path.realpath(folder).startswith(os.path.realpath(root) + os.sep):
+        raise OloproofError(f"{folder} leads out of .oloproof/", fix="remove the symbolic link and export again")
+    return folder
+
+
+def write_file(folder: Path, name: str, chunks: Iterable[str]) -> None:
+    """Write ``folder/name`` whole or not at all (a temporary file renamed over it, which replaces a
+    symbolic link rather than following it), with mode 0666 less the umask like any file the user
+    makes."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}-")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        os.replace(tmp, folder / name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
