@@ -79,6 +79,39 @@ def example(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def validated(tmp_path_factory):
+    """A judge (the offline replay provider) validated against human labels."""
+    project = Project(tmp_path_factory.mktemp("validated"))
+    project.write("app.py", """
+        from oloproof import Context, ContextItem, current_case, system
+
+        @system(name="tiny", version="1", records=("context/v1",))
+        def run(input):
+            current_case().context(Context(items=(ContextItem(doc_id="d", position=1, text="Refunds take 14 days."),)))
+            return {"answer": input["q"]}
+    """)
+    project.write("oloproof.yaml", """
+        system:
+          callable: app:run
+        cases: cases.jsonl
+        evaluators:
+          - {type: groundedness_judge, provider: replay, model: replay,
+             provider_options: {file: replies.jsonl, default: fail}}
+    """)
+    project.write("replies.jsonl", "".join(json.dumps({"match": f"Answer:\n{answer}", "verdict": "pass"}) + "\n"
+                                           for answer in ("Refunds take 14 days.", "It takes 14 days.")))
+    rows = [("a", "Refunds take 14 days.", True), ("b", "Refunds take 30 days.", False),
+            ("c", "It takes 14 days.", True), ("d", "Never.", False), ("e", "Within 14 days.", True)]
+    project.cases([{"id": i, "input": {"q": q}, "expected": {}} for i, q, _ in rows])
+    project.write("labels.jsonl", "".join(json.dumps({"id": i, "label": label}) + "\n" for i, _, label in rows))
+    assert project.run("run").code == 0
+    result = project.run("judge", "validate", "--labels", "labels.jsonl", "--criterion", "grounded")
+    assert result.code == 0, result
+    return {"dir": project.root, "out": result.out,
+            "validation": re.search(r"sha256:[0-9a-f]{64}", result.out).group(0)}
+
+
+@pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """A project whose one case's id, input and output are injection attempts."""
     project = Project(tmp_path_factory.mktemp("hostile"))
@@ -227,6 +260,21 @@ def test_every_page_renders_links_through_and_shows_the_run_s_numbers(browser, e
                    for line in example["compare"].out.splitlines() if " points [" in line}
         shown = {row[0]: f"{row[1]} {row[2]}" for row in cells(comparison, "differences")}
         assert shown == printed and len(shown) == 5
+    finally:
+        assert viewer.stop() == 0
+
+
+@pytest.mark.browser
+def test_a_judge_validation_page_shows_the_validation_as_printed(browser, validated):
+    viewer = Viewer(validated["dir"])
+    try:
+        runs = visit(browser, viewer.url + "/")
+        assert validated["validation"][:23] in runs.page_source
+        page = visit(browser, f"{viewer.url}/objects/{validated['validation']}", "validation")
+        shown = page.find_element("id", "printed").text
+        for line in validated["out"].splitlines():
+            if line.startswith(("│ agreement", "│ judge pass", "│ true-positive rate", "Labels:")):
+                assert line.strip() in shown, line
     finally:
         assert viewer.stop() == 0
 
