@@ -47,6 +47,7 @@ from oloproof_core.recording import (
     system,
 )
 from oloproof_core.registry import Registry
+from oloproof_core.storage import check_rows, checksum, seal_intact, seal_of
 from oloproof_core.identity import canonical, digest
 from oloproof_core.providers import (
     JsonProvider,
@@ -91,6 +92,8 @@ __all__ = [
     "SystemInfo",
     "call_with_recorder",
     "canonical",
+    "check_rows",
+    "checksum",
     "code_fingerprint",
     "context_names",
     "current_case",
@@ -108,6 +111,8 @@ __all__ = [
     "retrieval_data",
     "retrieval_from_data",
     "retry_after",
+    "seal_intact",
+    "seal_of",
     "unit_key",
     "source_fingerprint",
     "stats",

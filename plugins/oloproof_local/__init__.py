@@ -306,6 +306,12 @@ class LocalStore:
                                    (kind,)).fetchall()
         return [(object_id, self._object(object_id, kind, record, stored)) for object_id, record, stored in rows]
 
+    def all_objects(self) -> list[tuple[str, str, dict]]:
+        """Every stored object as ``(id, kind, record)``, oldest first (``oloproof store copy``)."""
+        with self._guard(), self._lock:
+            rows = self.db.execute(f"SELECT id, kind, record, {self.object_sum} FROM objects ORDER BY created, rowid").fetchall()
+        return [(object_id, kind, self._object(object_id, kind, record, stored)) for object_id, kind, record, stored in rows]
+
     # -- the whole store -----------------------------------------------------------------
 
     def check(self) -> dict:
