@@ -22,7 +22,8 @@ def _echo(lines) -> None:
 class Project:
     """The project a command works on: its config file, plugins and store, opened lazily."""
 
-    def __init__(self, config: str | None):
+    def __init__(self, config: str | None, store: str | None = None):
+        self.store_spec = store  # --store: beats the suite's store and OLOPROOF_STORE
         self.config_path = Path(config or "oloproof.yaml")
         try:
             self.dir = self.config_path.resolve().parent
@@ -63,24 +64,36 @@ class Project:
 
     @property
     def store(self):
+        """``--store``, else the suite's ``store:``, else ``OLOPROOF_STORE``, else the local store."""
         if self._store is None:
+            from .stores import from_environment, open_spec
             from .suite import _options
 
-            store_type, data = "local", {}
+            if self.store_spec is not None:
+                self._store = open_spec(self.plugins, self.dir, self.store_spec, "--store")
+                return self._store
+            doc = None
             if self.config_path.is_file():
                 doc, skeleton = self.skeleton()
+            if doc is not None and isinstance(doc.data, dict) and "store" in doc.data:
                 data = dict(skeleton.store)
                 store_type = data.pop("type", "local")
+                entry = self.plugins.stores.get(store_type, where=doc.where(("store", "type")))
+                self._store = entry.factory(_options(doc, entry, data, ("store",), f"store {store_type!r}"), self.dir)
             else:
-                doc = None
-            entry = self.plugins.stores.get(store_type)
-            options = _options(doc, entry, data, ("store",), f"store {store_type!r}") if doc else None
-            self._store = entry.factory(options, self.dir)
+                self._store = from_environment(self.plugins, self.dir)
+            if self._store is None:
+                entry = self.plugins.stores.get("local")
+                options = _options(doc, entry, {}, ("store",), "store 'local'") if doc else None
+                self._store = entry.factory(options, self.dir)
         return self._store
 
 
 config_option = click.option("--config", "config", metavar="FILE", default=None,
                              help="The suite's config file (default: oloproof.yaml in this directory).")
+store_option = click.option("--store", "store_spec", metavar="STORE", default=None,
+                            help="The store: local, a postgresql:// URL, or {type: ..., ...} (default: the suite's "
+                                 "store:, else $OLOPROOF_STORE, else local).")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -96,13 +109,14 @@ def cli() -> None:
 @config_option
 @click.option("--no-cache", is_flag=True,
               help="Execute and judge every case afresh, stages included (the results are still cached).")
-def run(config: str | None, no_cache: bool) -> None:
+@store_option
+def run(config: str | None, no_cache: bool, store_spec: str | None) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
     from .suite import load_suite
 
-    project = Project(config)
+    project = Project(config, store_spec)
     doc, skeleton = project.skeleton()
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache)
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
@@ -124,11 +138,12 @@ def _warn_damaged(store) -> None:
 @click.option("--failures", is_flag=True, help="List the cases that failed, errored or did not finish.")
 @click.option("--case", "case_id", metavar="ID", help="Show one case: input, expected, output, judgments.")
 @config_option
-def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: str | None) -> None:
+@store_option
+def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: str | None, store_spec: str | None) -> None:
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
     from .report import render_case, render_failures
 
-    store = Project(config).reader()
+    store = Project(config, store_spec).reader()
     if run_or_object_id.startswith("sha256:"):
         object_id, kind, record = store.get_object(run_or_object_id)
         _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
@@ -154,11 +169,12 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, config: 
 @cli.command()
 @click.argument("run_id")
 @config_option
-def export(run_id: str, config: str | None) -> None:
+@store_option
+def export(run_id: str, config: str | None, store_spec: str | None) -> None:
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json."""
     from .files import bundle_folder, write_file
 
-    project = Project(config)
+    project = Project(config, store_spec)
     store = project.reader()
     run_id = store.resolve_run(run_id)
     header, summary = store.get_run(run_id)
@@ -193,12 +209,13 @@ def export(run_id: str, config: str | None) -> None:
 @click.option("--allow-different-evaluators", is_flag=True,
               help="Compare even if a criterion's evaluator config differs; its rules need manual review.")
 @config_option
+@store_option
 def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
-            allow_different_evaluators: bool, config: str | None) -> None:
+            allow_different_evaluators: bool, config: str | None, store_spec: str | None) -> None:
     """Compare CANDIDATE with BASELINE case by case and decide the comparison policy."""
     from .compare import compare_runs, load_compare_policy
 
-    project = Project(config)
+    project = Project(config, store_spec)
     store = project.store
     candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)
     policy = load_compare_policy(Path(policy_file))
@@ -218,14 +235,15 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
 @click.option("--reranker", default=None, metavar="MODULE:FUNCTION", help="reranker: (input, candidates) -> candidates.")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE", help="An option of a plugin's intervention.")
 @config_option
+@store_option
 def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, reranker: str | None,
-             extra: tuple[str, ...], config: str | None) -> None:
+             extra: tuple[str, ...], config: str | None, store_spec: str | None) -> None:
     """Re-execute RUN_ID's failed cases under an intervention, beside a control, and label them."""
     from .config import structure
     from .diagnose import Diagnosis
     from .suite import load_suite
 
-    project = Project(config)
+    project = Project(config, store_spec)
     store = project.store
     run_id = store.resolve_run(run_id)
     doc, skeleton = project.skeleton()
@@ -279,7 +297,8 @@ def _option_value(key: str, value: str):
 
 @cli.command()
 @config_option
-def runs(config: str | None) -> None:
+@store_option
+def runs(config: str | None, store_spec: str | None) -> None:
     """List the runs stored in this project (``latest`` names the newest one in any command).
 
     The config column is a short hash of the system's identity (its settings and code), so two
@@ -287,7 +306,7 @@ def runs(config: str | None) -> None:
     """
     from .report import table
 
-    headers = Project(config).reader().list_runs()
+    headers = Project(config, store_spec).reader().list_runs()
     if not headers:
         click.echo("No runs yet; start one with `oloproof run`.")
         return
@@ -303,15 +322,59 @@ def runs(config: str | None) -> None:
 
 @cli.group()
 def store() -> None:
-    """Check the project's store."""
+    """Create, migrate, check and copy the project's store."""
+
+
+@store.command("init")
+@config_option
+@store_option
+def store_init(config: str | None, store_spec: str | None) -> None:
+    """Create the store's tables (a database store; the local store makes itself on first use)."""
+    _schema_step(Project(config, store_spec).store, "init")
 
 
 @store.command()
 @config_option
-def check(config: str | None) -> None:
+@store_option
+def migrate(config: str | None, store_spec: str | None) -> None:
+    """Bring the store's tables to the version this oloproof needs (never done by a run)."""
+    _schema_step(Project(config, store_spec).store, "migrate")
+
+
+def _schema_step(store, step: str) -> None:
+    action = getattr(store, step, None)
+    if action is None:
+        click.echo(f"Store {getattr(store, 'shown', type(store).__name__)}: nothing to {step}; "
+                   "it keeps its own schema")
+        return
+    click.echo(action())
+
+
+@store.command()
+@click.option("--from", "source", metavar="STORE", default=None,
+              help="The store to copy from (default: the project's store, as for every command).")
+@click.option("--to", "target", metavar="STORE", required=True,
+              help="The store to copy to: local, a postgresql:// URL, or {type: ..., ...}.")
+@config_option
+def copy(source: str | None, target: str, config: str | None) -> None:
+    """Copy the runs and objects (comparisons, diagnoses, validations) the target lacks; copying
+    again copies nothing. Caches are not copied."""
+    from .stores import copy_runs
+
+    origin = Project(config, source).reader()
+    counts = copy_runs(origin, Project(config, target).store)
+    there = counts["runs_there"] + counts["objects_there"]
+    click.echo(f"Copied {counts['runs']} runs and {counts['objects']} objects"
+               + (f" ({counts['runs_there']} runs and {counts['objects_there']} objects were there already)" if there else ""))
+
+
+@store.command()
+@config_option
+@store_option
+def check(config: str | None, store_spec: str | None) -> None:
     """Verify the whole store: every run against its seal, every cache value and object against
     its checksum, and the database file itself. Exit 0 when nothing is damaged, 2 otherwise."""
-    store = Project(config).reader()
+    store = Project(config, store_spec).reader()
     checker = getattr(store, "check", None)
     if checker is None:
         raise OloproofError("this store cannot check itself", fix="use the local store")
@@ -376,12 +439,13 @@ def judge() -> None:
 @click.option("--run", "run_id", default=None, metavar="RUN_ID",
               help="Judge the outputs recorded in this run (default: the latest run of the config).")
 @config_option
-def validate(labels_file: str, criterion: str, run_id: str | None, config: str | None) -> None:
+@store_option
+def validate(labels_file: str, criterion: str, run_id: str | None, config: str | None, store_spec: str | None) -> None:
     """Run the judge on human-labelled cases: agreement, kappa, TPR and TNR with intervals; store it."""
     from .suite import load_suite
     from .validation import validate_judge
 
-    project = Project(config)
+    project = Project(config, store_spec)
     doc, skeleton = project.skeleton()
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store)
     lines, code, _, _ = validate_judge(suite, project.plugins, project.store, criterion, Path(labels_file), run_id)

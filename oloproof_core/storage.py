@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -101,6 +102,7 @@ def store_spec(text: str, stores: Any, where: str) -> tuple[str, dict]:
                 return entry.name, {entry.extra.get("shorthand", "url"): text}
         raise ConfigError(f"no store takes {scheme}:// addresses", where=where,
                           fix="install the store's plugin (pip install 'oloproof[postgres]' for postgresql://)")
-    if not text:
-        raise ConfigError("no store named", where=where, fix="name a store type, e.g. local")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", text):  # never repeated: it may hold a password
+        raise ConfigError("expected a store type, a URL or a {type: ...} mapping", where=where,
+                          fix="write local, postgresql://user@host/database, or {type: postgres, dsn: ...}")
     return text, {}

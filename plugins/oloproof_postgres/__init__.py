@@ -219,7 +219,8 @@ class PostgresStore:
         def work(conn) -> None:
             conn.execute(f"INSERT INTO {self.schema}.runs (id, created, header, summary, seal) VALUES (%s, %s, %s, %s, %s)",
                          (header["id"], time.time(), header_text, summary_text, seal))
-            with conn.cursor() as cur, cur.copy(f"COPY {self.schema}.run_cases (run_id, idx, case_id, record) FROM STDIN") as copy:
+            into = f"COPY {self.schema}.run_cases (run_id, idx, case_id, record) FROM STDIN"
+            with conn.cursor() as cur, cur.copy(into) as copy:
                 for row in rows:
                     copy.write_row(row)
 

@@ -85,6 +85,9 @@ def problem(exc: Exception, where: str, secrets: list[str]) -> OloproofError:
     if "does not exist" in first and "database" in first:
         return OloproofError(f"could not connect: {first}", where=where,
                              fix="create the database (createdb), or name an existing one in the dsn")
+    if "connection option" in first or "invalid connection" in first:
+        return OloproofError(f"the store's dsn is not valid: {first}", where=where,
+                             fix="correct the dsn (postgresql://user@host:5432/database)")
     if type(exc).__name__ in ("OperationalError", "PoolTimeout", "ConnectionTimeout"):
         return OloproofError(f"could not reach the server: {first}", where=where,
                              fix="check the dsn's host and port, and that PostgreSQL is running and reachable")
