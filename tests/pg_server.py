@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 USER = "oloproof"
@@ -60,6 +59,14 @@ class Server:
                               cwd=self.dir, stdin=subprocess.DEVNULL)
 
     def start(self) -> Server:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
         pwfile = self.dir / "pw"
         pwfile.write_text(self.password + "\n")
         if self.owner is not None:
@@ -80,7 +87,6 @@ class Server:
         else:
             raise RuntimeError(f"the server did not start: {(self.dir / 'log').read_text()[-300:]}")
         self._create_database()
-        return self
 
     def _create_database(self) -> None:
         import psycopg
@@ -103,17 +109,3 @@ def _user_exists(name: str) -> bool:
         return True
     except KeyError:
         return False
-
-
-def wait_ready(url: str, seconds: float = 30) -> None:
-    import psycopg
-
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            psycopg.connect(url).close()
-            return
-        except psycopg.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
