@@ -43,7 +43,7 @@ def copy_runs(source: Any, target: Any) -> dict:
     """Copy every run and object of ``source`` that ``target`` lacks; what is there is skipped, so
     copying twice copies nothing the second time. Each run is written whole, in id order (a
     diagnosis's child runs before it), then the objects oldest first."""
-    if getattr(source, "shown", None) is not None and getattr(source, "shown", None) == getattr(target, "shown", None):
+    if identity(source) == identity(target):
         raise OloproofError("--from and --to name the same store", fix="name another store with --to")
     if not hasattr(source, "all_objects"):
         raise OloproofError("the source store cannot list its objects", fix="upgrade the store's plugin")
@@ -65,3 +65,11 @@ def copy_runs(source: Any, target: Any) -> dict:
         target.put_object(kind, object_id, record)
         counts["objects"] += 1
     return counts
+
+
+def identity(store: Any) -> tuple:
+    """What tells two stores apart: a file store's resolved path, else the name it shows."""
+    path = getattr(store, "path", None)
+    if path is not None:
+        return type(store).__name__, str(Path(path).resolve())
+    return type(store).__name__, getattr(store, "shown", id(store))

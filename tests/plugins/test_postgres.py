@@ -206,6 +206,10 @@ def test_store_copy_pushes_local_runs_to_the_team_store_idempotently(project, pg
     back = olo("store", "copy", "--from", team, "--to", "local", cwd=elsewhere, env=env)
     assert back.code == 0 and "Copied 2 runs and 1 objects" in back.out, back
     assert olo("runs", cwd=elsewhere).out.count("run_") == 2
+    same = olo("store", "copy", "--to", "local", cwd=elsewhere)
+    assert same.code == 2 and "name the same store" in same.err
+    mine = olo("store", "copy", "--from", "{type: local, path: ../.oloproof}", "--to", "local", cwd=elsewhere)
+    assert mine.code == 0 and "Copied 0 runs and 0 objects (2 runs and 1 objects were there already)" in mine.out, mine
     # a postgresql:// URL names the store in its default schema
     url = pg_server.url()
     assert olo("store", "init", "--store", url, cwd=elsewhere).code == 0
