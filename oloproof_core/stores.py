@@ -30,7 +30,9 @@ def open_spec(plugins: Any, project_dir: Path, text: str, where: str) -> Any:
     try:
         options = structure(None, data, entry.options, (), what=f"store {store_type!r}")
     except ConfigError as exc:
-        raise ConfigError(f"{exc.where}: {exc.problem}" if exc.where else exc.problem, where=where, fix=exc.fix) from None
+        inside = (exc.where or "").lstrip("$").lstrip(".")
+        located = inside and f"'{inside.split('.')[-1]}'" not in exc.problem
+        raise ConfigError(f"{inside}: {exc.problem}" if located else exc.problem, where=where, fix=exc.fix) from None
     return entry.factory(options, project_dir)
 
 

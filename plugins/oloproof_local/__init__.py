@@ -76,12 +76,31 @@ class LocalStore:
         if not self.path.exists():  # created like any file the user makes: 0666 less the umask
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o666))
         db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
+        for attempt in range(600):
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                # a new store that another command is creating at this moment: SQLite answers
+                # "locked" at once here, without the busy timeout, so wait for it
+                if "locked" not in str(exc) or attempt == 599:
+                    raise
+                time.sleep(0.1)
         db.execute("PRAGMA synchronous=NORMAL")  # with WAL: a commit survives a crash of the process
-        db.executescript(SCHEMA)
-        for table, column in COLUMNS.items():
-            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
-                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        # in one write transaction: two commands opening a new store at once would otherwise both
+        # find a column missing and both add it
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            for table, column in COLUMNS.items():
+                if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
         return db
 
     def _open_read_only(self) -> sqlite3.Connection:

@@ -217,8 +217,9 @@ class PostgresStore:
         seal = json.dumps(seal_of(header_text, summary_text, [row[1:] for row in rows]))
 
         def work(conn) -> None:
-            conn.execute(f"INSERT INTO {self.schema}.runs (id, created, header, summary, seal) VALUES (%s, %s, %s, %s, %s)",
-                         (header["id"], time.time(), header_text, summary_text, seal))
+            conn.execute(f"INSERT INTO {self.schema}.runs (id, created, parent, header, summary, seal) "
+                         "VALUES (%s, %s, %s, %s, %s, %s)",
+                         (header["id"], time.time(), header.get("parent") or None, header_text, summary_text, seal))
             into = f"COPY {self.schema}.run_cases (run_id, idx, case_id, record) FROM STDIN"
             with conn.cursor() as cur, cur.copy(into) as copy:
                 for row in rows:
@@ -231,8 +232,7 @@ class PostgresStore:
         newest run that is not a diagnosis's child run."""
         if prefix == "latest":
             with self._conn() as conn, self._guard():
-                row = conn.execute(f"SELECT id FROM {self.schema}.runs WHERE coalesce(header::jsonb ->> 'parent', '') = '' "
-                                   "ORDER BY id DESC LIMIT 1").fetchone()
+                row = conn.execute(f"SELECT id FROM {self.schema}.runs WHERE parent IS NULL ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:
                 raise ConfigError(f"no run in {self.shown} yet", fix="start one with `oloproof run`")
             self.get_run(row[0])
@@ -328,19 +328,35 @@ class PostgresStore:
     # -- the whole store -----------------------------------------------------------------
 
     def check(self) -> dict:
-        """Verify everything stored, in one snapshot: the counts, and one line a problem."""
-        with self._conn() as conn, self._guard():
+        """Verify everything stored, in one snapshot, streamed: the counts, and one line a problem."""
+        orphans: set[str] = set()
+        with self._conn() as conn, self._guard(), contextlib.ExitStack() as cursors:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cases: dict[str, list] = {}
-            for run_id, idx, case_id, record in conn.execute(
-                    f"SELECT run_id, idx, case_id, record FROM {self.schema}.run_cases ORDER BY run_id, idx"):
-                cases.setdefault(run_id, []).append((idx, case_id, record))
-            runs = [(run_id, header, summary, seal, cases.get(run_id, [])) for run_id, header, summary, seal in
-                    conn.execute(f"SELECT id, header, summary, seal FROM {self.schema}.runs ORDER BY id").fetchall()]
-            cache = conn.execute(f"SELECT ns, key, value, checksum FROM {self.schema}.cache").fetchall()
-            objects = conn.execute(f"SELECT id, kind, record, checksum FROM {self.schema}.objects").fetchall()
-        counts, problems = check_rows(runs, cache, objects)
-        orphans = set(cases) - {run[0] for run in runs}
+
+            def rows(name: str, query: str):
+                cursor = cursors.enter_context(conn.cursor(name=f"oloproof_check_{name}"))
+                cursor.execute(query)
+                return cursor
+
+            def runs():
+                cases = rows("cases", f"SELECT run_id, idx, case_id, record FROM {self.schema}.run_cases ORDER BY run_id, idx")
+                pending = next(cases, None)
+                for run_id, header, summary, seal in rows("runs", f"SELECT id, header, summary, seal FROM {self.schema}.runs "
+                                                                  "ORDER BY id"):
+                    found = []
+                    while pending is not None and pending[0] <= run_id:  # "C" order is code point order
+                        if pending[0] < run_id:
+                            orphans.add(pending[0])
+                        else:
+                            found.append(pending[1:])
+                        pending = next(cases, None)
+                    yield run_id, header, summary, seal, found
+                while pending is not None:
+                    orphans.add(pending[0])
+                    pending = next(cases, None)
+
+            counts, problems = check_rows(runs(), rows("cache", f"SELECT ns, key, value, checksum FROM {self.schema}.cache"),
+                                          rows("objects", f"SELECT id, kind, record, checksum FROM {self.schema}.objects"))
         problems += [f"run {run_id}: case records without their run" for run_id in sorted(orphans)]
         return {"store": self.shown, "counts": counts, "problems": problems}
 

@@ -11,7 +11,7 @@ MIGRATIONS = [
     CREATE SCHEMA IF NOT EXISTS {s};
     CREATE TABLE {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE {s}.runs (id TEXT COLLATE "C" PRIMARY KEY, created DOUBLE PRECISION NOT NULL,
-                           header TEXT NOT NULL, summary TEXT NOT NULL, seal TEXT NOT NULL);
+                           parent TEXT COLLATE "C", header TEXT NOT NULL, summary TEXT NOT NULL, seal TEXT NOT NULL);
     CREATE TABLE {s}.run_cases (run_id TEXT COLLATE "C" NOT NULL REFERENCES {s}.runs (id),
                                 idx INTEGER NOT NULL, case_id TEXT NOT NULL, record TEXT NOT NULL,
                                 PRIMARY KEY (run_id, idx));
@@ -24,7 +24,7 @@ MIGRATIONS = [
     # version 2: the lookups `latest` and a diagnosis's confirmations make, indexed
     """
     CREATE INDEX objects_kind_seq ON {s}.objects (kind, seq);
-    CREATE INDEX runs_created ON {s}.runs (created);
+    CREATE INDEX runs_latest ON {s}.runs (id) WHERE parent IS NULL;
     """,
 ]
 VERSION = len(MIGRATIONS)
