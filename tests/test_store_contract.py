@@ -101,3 +101,4 @@ def test_the_kit_fails_a_store_that_breaks_the_contract(tmp_path):
     assert proc.returncode == 1, proc.stdout
     assert {"test_a_run_is_stored_whole_or_not_at_all", "test_resolve_a_prefix_latest_and_the_errors"} <= failed, proc.stdout
     assert "test_a_run_reads_back_as_written" not in failed
+
