@@ -54,6 +54,7 @@ from oloproof_core.recording import (
 from oloproof_core.fingerprint import project_fingerprint, reach_fingerprint
 from oloproof_core.fingerprint import short as short_fingerprint
 from oloproof_core.registry import Registry
+from oloproof_core.storage import check_rows, checksum, seal_intact, seal_of
 from oloproof_core.identity import canonical, digest
 from oloproof_core.providers import (
     JsonProvider,
@@ -99,6 +100,8 @@ __all__ = [
     "SystemInfo",
     "call_with_recorder",
     "canonical",
+    "check_rows",
+    "checksum",
     "code_fingerprint",
     "context_names",
     "current_case",
@@ -122,6 +125,8 @@ __all__ = [
     "retrieval_from_data",
     "retry_after",
     "run",
+    "seal_intact",
+    "seal_of",
     "unit_key",
     "whole_documents",
     "source_fingerprint",

@@ -23,7 +23,8 @@ def _echo(lines) -> None:
 class Project:
     """The project a command works on: its config file, plugins and store, opened lazily."""
 
-    def __init__(self, config: str | None):
+    def __init__(self, config: str | None, store: str | None = None):
+        self.store_spec = store  # --store: beats the suite's store and OLOPROOF_STORE
         self.config_path = Path(config or "oloproof.yaml")
         try:
             self.dir = self.config_path.resolve().parent
@@ -64,19 +65,28 @@ class Project:
 
     @property
     def store(self):
+        """``--store``, else the suite's ``store:``, else ``OLOPROOF_STORE``, else the local store."""
         if self._store is None:
+            from .stores import from_environment, open_spec
             from .suite import _options
 
-            store_type, data = "local", {}
+            if self.store_spec is not None:
+                self._store = open_spec(self.plugins, self.dir, self.store_spec, "--store")
+                return self._store
+            doc = None
             if self.config_path.is_file():
                 doc, skeleton = self.skeleton()
+            if doc is not None and isinstance(doc.data, dict) and "store" in doc.data:
                 data = dict(skeleton.store)
                 store_type = data.pop("type", "local")
+                entry = self.plugins.stores.get(store_type, where=doc.where(("store", "type")))
+                self._store = entry.factory(_options(doc, entry, data, ("store",), f"store {store_type!r}"), self.dir)
             else:
-                doc = None
-            entry = self.plugins.stores.get(store_type)
-            options = _options(doc, entry, data, ("store",), f"store {store_type!r}") if doc else None
-            self._store = entry.factory(options, self.dir)
+                self._store = from_environment(self.plugins, self.dir)
+            if self._store is None:
+                entry = self.plugins.stores.get("local")
+                options = _options(doc, entry, {}, ("store",), "store 'local'") if doc else None
+                self._store = entry.factory(options, self.dir)
         return self._store
 
 
@@ -84,6 +94,9 @@ config_option = click.option("--config", "config", metavar="FILE", default=None,
                              help="The suite's config file (default: oloproof.yaml in this directory).")
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                              help="text (the default), or json: one JSON document, for scripts.")
+store_option = click.option("--store", "store_spec", metavar="STORE", default=None,
+                            help="The store: local, a postgresql:// URL, or {type: ..., ...} (default: the suite's "
+                                 "store:, else $OLOPROOF_STORE, else local).")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -112,9 +125,10 @@ def cli() -> None:
 @click.option("--batch", type=int, default=None, metavar="N",
               help="With --until-decided: cases run between two looks (default: the policy's, else 10).")
 @output_options
+@store_option
 def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
         seed: int | None, batch: int | None, junit: str | None, junit_cases: bool, json_file: str | None,
-        markdown: str | None) -> None:
+        markdown: str | None, store_spec: str | None) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
@@ -124,7 +138,7 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     if refresh and reuse_executions:
         raise click.UsageError("--refresh and --reuse-executions contradict each other; give one")
     wanted = outputs_wanted(junit, junit_cases, json_file, markdown)
-    project = Project(config)
+    project = Project(config, store_spec)
     doc, skeleton = project.skeleton()
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache,
@@ -158,11 +172,13 @@ def _warn_damaged(store) -> None:
 @click.option("--case", "case_id", metavar="ID", help="Show one case: input, expected, output, judgments.")
 @format_option
 @config_option
-def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str, config: str | None) -> None:
+@store_option
+def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str, config: str | None,
+            store_spec: str | None) -> None:
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
     from .report import is_failure, render_case, render_failures
 
-    store = Project(config).reader()
+    store = Project(config, store_spec).reader()
     if run_or_object_id.startswith("sha256:"):
         object_id, kind, record = store.get_object(run_or_object_id)
         if fmt == "json":
@@ -208,11 +224,12 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
 @click.option("--html", "html_file", default=None, metavar="FILE", type=click.Path(dir_okay=False),
               help="Write one self-contained HTML report instead (a run, or a sha256:... comparison or diagnosis).")
 @config_option
-def export(run_id: str, html_file: str | None, config: str | None) -> None:
+@store_option
+def export(run_id: str, html_file: str | None, config: str | None, store_spec: str | None) -> None:
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json (or --html FILE)."""
     from .files import bundle_folder, write_file
 
-    project = Project(config)
+    project = Project(config, store_spec)
     store = project.reader()
     if html_file is not None:
         from .viewer import export_html
@@ -256,15 +273,17 @@ def export(run_id: str, html_file: str | None, config: str | None) -> None:
 @format_option
 @output_options
 @config_option
+@store_option
 def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
             allow_different_evaluators: bool, fmt: str, junit: str | None, junit_cases: bool,
-            json_file: str | None, markdown: str | None, config: str | None) -> None:
+            json_file: str | None, markdown: str | None, config: str | None,
+            store_spec: str | None) -> None:
     """Compare CANDIDATE with BASELINE case by case and decide the comparison policy."""
     from .compare import compare_runs, load_compare_policy
     from .outputs.text import render_comparison
 
     wanted = outputs_wanted(junit, junit_cases, json_file, markdown)
-    project = Project(config)
+    project = Project(config, store_spec)
     store = project.store
     candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)
     policy = load_compare_policy(Path(policy_file))
@@ -295,19 +314,20 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
 @click.option("--reranker", default=None, metavar="MODULE:FUNCTION", help="reranker: (input, candidates) -> candidates.")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE", help="An option of a plugin's intervention.")
 @config_option
+@store_option
 def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, token_budget: int | None,
-             reranker: str | None, extra: tuple[str, ...], config: str | None) -> None:
+             reranker: str | None, extra: tuple[str, ...], config: str | None, store_spec: str | None) -> None:
     """Re-execute RUN_ID's failed cases under an intervention, beside a control, and label them."""
     from .config import structure
     from .diagnose import Diagnosis
     from .diagnose_report import diagnosis_lines
     from .suite import load_suite
 
-    project = Project(config)
+    project = Project(config, store_spec)
     run_id = project.store.resolve_run(run_id)
     recorded = project.store.get_run(run_id)[0].get("config")
     if config is None and recorded and recorded != project.config_path.name and (project.dir / recorded).is_file():
-        project = Project(str(project.dir / recorded))  # diagnose a run with the config it was made with
+        project = Project(str(project.dir / recorded), store_spec)  # diagnose a run with the config it was made with
     store = project.store
     doc, skeleton = project.skeleton()
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, store)
@@ -369,11 +389,12 @@ def _option_value(key: str, value: str):
 @click.option("--port", default=8765, show_default=True, type=int, help="The port (0 picks a free one).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a web browser.")
 @config_option
-def view(host: str, port: int, open_browser: bool, config: str | None) -> None:
+@store_option
+def view(host: str, port: int, open_browser: bool, config: str | None, store_spec: str | None) -> None:
     """Serve a read-only web viewer of this project's runs, cases, comparisons and diagnoses."""
     from .viewer import serve
 
-    project = Project(config)
+    project = Project(config, store_spec)
 
     def announce(url: str) -> None:
         click.echo(f"Oloproof viewer on {url} (read-only; Ctrl-C stops it)")
@@ -384,7 +405,8 @@ def view(host: str, port: int, open_browser: bool, config: str | None) -> None:
 @cli.command()
 @format_option
 @config_option
-def runs(fmt: str, config: str | None) -> None:
+@store_option
+def runs(fmt: str, config: str | None, store_spec: str | None) -> None:
     """List the runs stored in this project (``latest`` names the newest one in any command).
 
     The config column is a short hash of the system's identity (its settings and code), so two
@@ -392,7 +414,7 @@ def runs(fmt: str, config: str | None) -> None:
     """
     from .report import table
 
-    headers = Project(config).reader().list_runs()
+    headers = Project(config, store_spec).reader().list_runs()
     if fmt == "json":
         from .outputs.view import run_ref
 
@@ -413,15 +435,59 @@ def runs(fmt: str, config: str | None) -> None:
 
 @cli.group()
 def store() -> None:
-    """Check the project's store."""
+    """Create, migrate, check and copy the project's store."""
+
+
+@store.command("init")
+@config_option
+@store_option
+def store_init(config: str | None, store_spec: str | None) -> None:
+    """Create the store's tables (a database store; the local store makes itself on first use)."""
+    _schema_step(Project(config, store_spec).store, "init")
 
 
 @store.command()
 @config_option
-def check(config: str | None) -> None:
+@store_option
+def migrate(config: str | None, store_spec: str | None) -> None:
+    """Bring the store's tables to the version this oloproof needs (never done by a run)."""
+    _schema_step(Project(config, store_spec).store, "migrate")
+
+
+def _schema_step(store, step: str) -> None:
+    action = getattr(store, step, None)
+    if action is None:
+        click.echo(f"Store {getattr(store, 'shown', type(store).__name__)}: nothing to {step}; "
+                   "it keeps its own schema")
+        return
+    click.echo(action())
+
+
+@store.command()
+@click.option("--from", "source", metavar="STORE", default=None,
+              help="The store to copy from (default: the project's store, as for every command).")
+@click.option("--to", "target", metavar="STORE", required=True,
+              help="The store to copy to: local, a postgresql:// URL, or {type: ..., ...}.")
+@config_option
+def copy(source: str | None, target: str, config: str | None) -> None:
+    """Copy the runs and objects (comparisons, diagnoses, validations) the target lacks; copying
+    again copies nothing. Caches are not copied."""
+    from .stores import copy_runs
+
+    origin = Project(config, source).reader()
+    counts = copy_runs(origin, Project(config, target).store)
+    there = counts["runs_there"] + counts["objects_there"]
+    click.echo(f"Copied {counts['runs']} runs and {counts['objects']} objects"
+               + (f" ({counts['runs_there']} runs and {counts['objects_there']} objects were there already)" if there else ""))
+
+
+@store.command()
+@config_option
+@store_option
+def check(config: str | None, store_spec: str | None) -> None:
     """Verify the whole store: every run against its seal, every cache value and object against
     its checksum, and the database file itself. Exit 0 when nothing is damaged, 2 otherwise."""
-    store = Project(config).reader()
+    store = Project(config, store_spec).reader()
     checker = getattr(store, "check", None)
     if checker is None:
         raise OloproofError("this store cannot check itself", fix="use the local store")
@@ -446,20 +512,21 @@ CACHE_NAMESPACES = ("execution", "judgment", "stage:retrieve", "stage:generate")
 
 @cli.group(invoke_without_command=True)
 @config_option
+@store_option
 @click.pass_context
-def cache(ctx: click.Context, config: str | None) -> None:
+def cache(ctx: click.Context, config: str | None, store_spec: str | None) -> None:
     """What the caches hold, per namespace; `oloproof cache clear NAMESPACE` empties one.
 
     Entries never go stale: a cache key covers the code and settings a result came from, so a
     change misses the cache by itself. Clearing only frees space, or forces an opaque system's
     reused executions to be sent again.
     """
-    ctx.ensure_object(dict)["config"] = config
+    ctx.ensure_object(dict).update(config=config, store=store_spec)
     if ctx.invoked_subcommand is not None:
         return
     from .report import table
 
-    store = Project(config).reader()
+    store = Project(config, store_spec).reader()
     stats = getattr(store, "cache_stats", None)
     if stats is None:
         raise OloproofError(f"the store {type(store).__name__} cannot list its caches", fix="use the local store")
@@ -483,7 +550,7 @@ def _size(count: int) -> str:
 @click.pass_context
 def cache_clear(ctx: click.Context, namespaces: tuple[str, ...], everything: bool) -> None:
     """Empty the cache NAMESPACES (execution, judgment, stage:retrieve, stage:generate)."""
-    store = Project(ctx.obj.get("config")).store
+    store = Project(ctx.obj.get("config"), ctx.obj.get("store")).store
     known = {ns for ns, _, _ in store.cache_stats()} | set(CACHE_NAMESPACES)
     if everything:
         namespaces = tuple(sorted(known))
@@ -556,12 +623,13 @@ def judge() -> None:
 @click.option("--run", "run_id", default=None, metavar="RUN_ID",
               help="Judge the outputs recorded in this run (default: the latest run of the config).")
 @config_option
-def validate(labels_file: str, criterion: str, run_id: str | None, config: str | None) -> None:
+@store_option
+def validate(labels_file: str, criterion: str, run_id: str | None, config: str | None, store_spec: str | None) -> None:
     """Run the judge on human-labelled cases: agreement, kappa, TPR and TNR with intervals; store it."""
     from .suite import load_suite
     from .validation import validate_judge
 
-    project = Project(config)
+    project = Project(config, store_spec)
     doc, skeleton = project.skeleton()
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store)
     lines, code, _, _ = validate_judge(suite, project.plugins, project.store, criterion, Path(labels_file), run_id)

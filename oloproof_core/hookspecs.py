@@ -109,9 +109,11 @@ def oloproof_register_slices(registry: Any) -> None:
 def oloproof_register_stores(registry: Any) -> None:
     """Add stores that keep runs, caches and diagnoses (``store: {type: <name>}``).
 
-    :param registry: call ``registry.add(name, factory, options=Options)``;
-        ``factory(options, project_dir)`` returns a store (see ``oloproof_local`` for the
-        contract: runs, execution and judgment caches, content-addressed objects).
+    :param registry: call ``registry.add(name, factory, options=Options)``, optionally with
+        ``url_schemes=("scheme",)`` and ``shorthand="option"`` so ``--store scheme://...`` and
+        ``OLOPROOF_STORE`` select it; ``factory(options, project_dir)`` returns a store. The
+        contract (runs, execution, judgment and stage caches, content-addressed objects) is the
+        test suite ``oloproof.testing.StoreContract``, which the store's own tests subclass.
 
     .. versionadded:: 0.1
     """

@@ -94,3 +94,30 @@ def project(tmp_path: Path) -> Project:
 def case(i: int, ok: bool = True, **extra) -> dict:
     return {"id": f"c{i:03d}", "input": {"q": f"answer {i}" if ok else "nope", **extra},
             "expected": {"answer": f"answer {i}"}, "metadata": {"topic": "even" if i % 2 == 0 else "odd"}}
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A PostgreSQL server of this session (tests/pg_server.py); skipped where none can start,
+    except in CI (CI=true), where that is a failure."""
+    try:
+        import psycopg  # noqa: F401 - the postgres extra
+
+        from pg_server import Server
+
+        server = Server().start()
+    except Exception as exc:  # noqa: BLE001 - any reason the server cannot start is reported as the reason
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"PostgreSQL could not be started: {exc}")
+        pytest.skip(f"PostgreSQL could not be started: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_schema(pg_server, request) -> str:
+    """A fresh, empty PostgreSQL schema name for one test."""
+    import re
+    import secrets
+
+    return "t_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40] + "_" + secrets.token_hex(3)

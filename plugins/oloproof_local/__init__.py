@@ -76,12 +76,31 @@ class LocalStore:
         if not self.path.exists():  # created like any file the user makes: 0666 less the umask
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o666))
         db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
+        for attempt in range(600):
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                # a new store that another command is creating at this moment: SQLite answers
+                # "locked" at once here, without the busy timeout, so wait for it
+                if "locked" not in str(exc) or attempt == 599:
+                    raise
+                time.sleep(0.1)
         db.execute("PRAGMA synchronous=NORMAL")  # with WAL: a commit survives a crash of the process
-        db.executescript(SCHEMA)
-        for table, column in COLUMNS.items():
-            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
-                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        # in one write transaction: two commands opening a new store at once would otherwise both
+        # find a column missing and both add it
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            for table, column in COLUMNS.items():
+                if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
         return db
 
     def _open_read_only(self) -> sqlite3.Connection:
@@ -201,14 +220,14 @@ class LocalStore:
 
     def cache_stats(self) -> list[tuple[str, int, int]]:
         """(namespace, entries, bytes of stored values) for every cache namespace, by name."""
-        with self._lock:
+        with self._guard(), self._lock:
             rows = self.db.execute("SELECT ns, COUNT(*), COALESCE(SUM(LENGTH(CAST(value AS BLOB))), 0) FROM cache "
                                    "GROUP BY ns ORDER BY ns").fetchall()
         return [(ns, count, size) for ns, count, size in rows]
 
     def cache_clear(self, ns: str) -> int:
         """Delete every entry of namespace ``ns``; the number deleted. Runs are never touched."""
-        with self._lock, self._transaction():
+        with self._guard(), self._lock, self._write():
             return self.db.execute("DELETE FROM cache WHERE ns = ?", (ns,)).rowcount
 
     # -- runs --------------------------------------------------------------------------
@@ -317,6 +336,12 @@ class LocalStore:
             rows = self.db.execute(f"SELECT id, record, {self.object_sum} FROM objects WHERE kind = ? ORDER BY created, rowid",
                                    (kind,)).fetchall()
         return [(object_id, self._object(object_id, kind, record, stored)) for object_id, record, stored in rows]
+
+    def all_objects(self) -> list[tuple[str, str, dict]]:
+        """Every stored object as ``(id, kind, record)``, oldest first (``oloproof store copy``)."""
+        with self._guard(), self._lock:
+            rows = self.db.execute(f"SELECT id, kind, record, {self.object_sum} FROM objects ORDER BY created, rowid").fetchall()
+        return [(object_id, kind, self._object(object_id, kind, record, stored)) for object_id, kind, record, stored in rows]
 
     # -- the whole store -----------------------------------------------------------------
 

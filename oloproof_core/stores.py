@@ -1,0 +1,77 @@
+"""Which store a command uses, and copying runs and objects from one store to another.
+
+A command's store is, first to last: ``--store``, the suite's ``store:``, ``OLOPROOF_STORE``,
+the local store. ``--store`` and ``OLOPROOF_STORE`` take a store type (``local``), a URL whose
+scheme a store registered (``postgresql://...``), or a YAML flow mapping (``{type: postgres,
+dsn: "${OLOPROOF_DSN}", schema: team}``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .config import structure
+from .errors import ConfigError, OloproofError
+from .storage import store_spec
+
+ENV = "OLOPROOF_STORE"
+
+
+def open_spec(plugins: Any, project_dir: Path, text: str, where: str) -> Any:
+    """The store that ``--store``/``OLOPROOF_STORE`` names (``where`` says which of the two)."""
+    store_type, data = store_spec(text, plugins.stores, where)
+    entry = plugins.stores.get(store_type, where=where)
+    if entry.options is None:
+        if data:
+            raise ConfigError(f"store {store_type!r} takes no options", where=where, fix="name only its type")
+        return entry.factory(None, project_dir)
+    try:
+        options = structure(None, data, entry.options, (), what=f"store {store_type!r}")
+    except ConfigError as exc:
+        inside = (exc.where or "").lstrip("$").lstrip(".")
+        located = inside and f"'{inside.split('.')[-1]}'" not in exc.problem
+        raise ConfigError(f"{inside}: {exc.problem}" if located else exc.problem, where=where, fix=exc.fix) from None
+    return entry.factory(options, project_dir)
+
+
+def from_environment(plugins: Any, project_dir: Path) -> Any | None:
+    text = os.environ.get(ENV, "")
+    return open_spec(plugins, project_dir, text, ENV) if text.strip() else None
+
+
+def copy_runs(source: Any, target: Any) -> dict:
+    """Copy every run and object of ``source`` that ``target`` lacks; what is there is skipped, so
+    copying twice copies nothing the second time. Each run is written whole, in id order (a
+    diagnosis's child runs before it), then the objects oldest first."""
+    if identity(source) == identity(target):
+        raise OloproofError("--from and --to name the same store", fix="name another store with --to")
+    if not hasattr(source, "all_objects"):
+        raise OloproofError("the source store cannot list its objects", fix="upgrade the store's plugin")
+    there = {header["id"] for header in target.list_runs()}
+    counts = {"runs": 0, "runs_there": 0, "objects": 0, "objects_there": 0}
+    for header in source.list_runs():
+        run_id = header["id"]
+        if run_id in there:
+            counts["runs_there"] += 1
+            continue
+        stored, summary = source.get_run(run_id)
+        target.save_run(stored, list(source.run_cases(run_id)), summary)
+        counts["runs"] += 1
+    present = {object_id for object_id, _, _ in target.all_objects()} if hasattr(target, "all_objects") else set()
+    for object_id, kind, record in source.all_objects():
+        if object_id in present:
+            counts["objects_there"] += 1
+            continue
+        target.put_object(kind, object_id, record)
+        counts["objects"] += 1
+    return counts
+
+
+def identity(store: Any) -> tuple:
+    """What tells two stores apart: a file store's resolved path, else the name it shows."""
+    path = getattr(store, "path", None)
+    if path is not None:
+        return type(store).__name__, str(Path(path).resolve())
+    return type(store).__name__, getattr(store, "shown", id(store))

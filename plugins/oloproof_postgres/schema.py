@@ -1,0 +1,72 @@
+"""The store's tables, versioned: each migration takes the schema one version further.
+``oloproof store init`` and ``oloproof store migrate`` apply them; a run never does."""
+
+from __future__ import annotations
+
+from oloproof import OloproofError
+
+# migration n (1-based) takes the schema from version n-1 to n; append, never edit
+MIGRATIONS = [
+    """
+    CREATE SCHEMA IF NOT EXISTS {s};
+    CREATE TABLE {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE {s}.runs (id TEXT COLLATE "C" PRIMARY KEY, created DOUBLE PRECISION NOT NULL,
+                           parent TEXT COLLATE "C", header TEXT NOT NULL, summary TEXT NOT NULL, seal TEXT NOT NULL);
+    CREATE TABLE {s}.run_cases (run_id TEXT COLLATE "C" NOT NULL REFERENCES {s}.runs (id),
+                                idx INTEGER NOT NULL, case_id TEXT NOT NULL, record TEXT NOT NULL,
+                                PRIMARY KEY (run_id, idx));
+    CREATE TABLE {s}.cache (ns TEXT COLLATE "C" NOT NULL, key TEXT COLLATE "C" NOT NULL, value TEXT NOT NULL,
+                            checksum TEXT NOT NULL, PRIMARY KEY (ns, key));
+    CREATE TABLE {s}.objects (id TEXT COLLATE "C" PRIMARY KEY, kind TEXT NOT NULL, seq BIGSERIAL,
+                              created DOUBLE PRECISION NOT NULL, record TEXT NOT NULL, checksum TEXT NOT NULL);
+    INSERT INTO {s}.meta (key, value) VALUES ('schema_version', '0');
+    """,
+    # version 2: the lookups `latest` and a diagnosis's confirmations make, indexed
+    """
+    CREATE INDEX objects_kind_seq ON {s}.objects (kind, seq);
+    CREATE INDEX runs_latest ON {s}.runs (id) WHERE parent IS NULL;
+    """,
+]
+VERSION = len(MIGRATIONS)
+UPGRADE = "upgrade oloproof on this machine (pip install -U 'oloproof[postgres]')"
+
+
+def current(conn, schema: str) -> int | None:
+    """The schema version stored in the database, or None when there are no tables."""
+    if conn.execute("SELECT to_regclass(%s)", (f'"{schema}".meta',)).fetchone()[0] is None:
+        return None
+    row = conn.execute(f'SELECT value FROM "{schema}".meta WHERE key = %s', ("schema_version",)).fetchone()
+    return int(row[0]) if row else None
+
+
+def require(conn, schema: str, where: str) -> None:
+    """An error with its fix unless the database holds the tables of this version."""
+    found = current(conn, schema)
+    if found is None:
+        raise OloproofError("the store's tables do not exist in this database", where=where,
+                            fix="run `oloproof store init` once (with the same store settings) to create them")
+    if found < VERSION:
+        raise OloproofError(f"the store's schema is version {found}, this oloproof needs version {VERSION}",
+                            where=where, fix="run `oloproof store migrate` (once, from one machine)")
+    if found > VERSION:
+        raise OloproofError(f"the store's schema is version {found}, newer than this oloproof knows ({VERSION})",
+                            where=where, fix=UPGRADE)
+
+
+def migrate(conn, schema: str, where: str, *, create: bool, target: int = VERSION) -> tuple[int | None, int]:
+    """Apply the migrations the database lacks, under a lock so two at once do not collide;
+    ``create`` allows starting from nothing. Returns the versions before and after."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"oloproof schema {schema}",))
+        found = current(conn, schema)
+        if found is None and not create:
+            raise OloproofError("the store's tables do not exist in this database", where=where,
+                                fix="run `oloproof store init` to create them")
+        if found is not None and found > VERSION:
+            raise OloproofError(f"the store's schema is version {found}, newer than this oloproof knows ({VERSION})",
+                                where=where, fix=UPGRADE)
+        start = 0 if found is None else found
+        for version in range(start + 1, target + 1):
+            conn.execute(MIGRATIONS[version - 1].format(s=f'"{schema}"'))
+            conn.execute(f'UPDATE "{schema}".meta SET value = %s WHERE key = %s', (str(version), "schema_version"))
+        return found, max(start, target)
