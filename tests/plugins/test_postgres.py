@@ -215,3 +215,32 @@ def test_store_copy_pushes_local_runs_to_the_team_store_idempotently(project, pg
     assert olo("store", "init", "--store", url, cwd=elsewhere).code == 0
     assert olo("store", "copy", "--to", url, cwd=elsewhere).out.startswith("Copied 2 runs and 1 objects")
     assert olo("runs", "--store", url.replace("postgresql://", "postgres://"), cwd=elsewhere).out.count("run_") == 2
+
+
+def test_the_viewer_and_the_cache_command_on_the_team_store(team):
+    import re
+    import signal
+    from urllib.request import urlopen
+
+    assert run(team, "store", "init").code == 0
+    first = run(team, "run")
+    rid = run_id(first.out)
+    listed = run(team, "cache")
+    assert listed.code == 0 and re.search(r"│ execution +│ 13 +│", listed.out), listed
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **team.env}
+    viewer = subprocess.Popen([sys.executable, "-m", "oloproof", "view", "--port", "0"], cwd=team.root, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"http://\S+/", viewer.stdout.readline()).group(0)
+        with urlopen(f"{url}runs/{rid}", timeout=30) as page:
+            html = page.read().decode("utf-8")
+        assert "69.2%" in html and "[38.5%, 91.0%]" in html  # the documented answer_correct row
+        with urlopen(f"{url}runs/{rid}/cases/money_back", timeout=30) as page:
+            assert "Case money_back" in page.read().decode("utf-8")
+    finally:
+        viewer.send_signal(signal.SIGINT)
+        assert viewer.wait(timeout=20) == 0
+        viewer.stdout.close()
+        viewer.stderr.close()
+    cleared = run(team, "cache", "clear", "stage:generate")
+    assert cleared.out.strip() == "Cleared stage:generate: 13 entries", cleared
