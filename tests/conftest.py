@@ -98,7 +98,7 @@ def case(i: int, ok: bool = True, **extra) -> dict:
 
 @pytest.fixture(scope="session")
 def pg_server():
-    """A PostgreSQL server of this session (tests/pg_server.py); skipped where none can start,
+    """A PostgreSQL server for this pytest run (tests/pg_server.py); skipped where none can start,
     except in CI (CI=true), where that is a failure."""
     try:
         import psycopg  # noqa: F401 - the postgres extra
