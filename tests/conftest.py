@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+# A test run started as a background job of a non-interactive shell inherits SIGINT ignored, and its
+# children would too: the interrupt tests' Ctrl-C would do nothing. A handler of our own is reset to
+# the default in every child at exec, so each `oloproof` the tests start gets Ctrl-C as a user does.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Result:
