@@ -9,6 +9,7 @@ from oloproof_core.api import run
 from oloproof_core.errors import ArtifactError, CaseMissing, ConfigError, EvaluationError, OloproofError, PluginError
 from oloproof_core.hookspecs import hookimpl
 from oloproof_core.model import (
+    acceptable_texts,
     Case,
     Context,
     ContextItem,
@@ -70,6 +71,7 @@ from oloproof_core.providers import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "acceptable_texts",
     "ArtifactError",
     "AtKEvaluator",
     "AtKOptions",

@@ -57,6 +57,35 @@ def _installed_dirs() -> tuple[str, ...]:
     return tuple(sorted(d + os.sep for d in dirs))
 
 
+_DIGESTS: dict[tuple, str] = {}  # (file, size, mtime) -> sha256: each file read once per process
+
+
+def file_digest(filename: str) -> str:
+    """sha256 of a file's bytes, read again only when its size or modification time changed (the
+    execution identity and each stage's reach share the reading of a file)."""
+    try:
+        stat = os.stat(filename)
+    except OSError:
+        return "unreadable"
+    key = (filename, stat.st_size, stat.st_mtime_ns)
+    found = _DIGESTS.get(key)
+    if found is None:
+        try:
+            with open(filename, "rb") as handle:
+                found = hashlib.sha256(handle.read()).hexdigest()
+        except OSError:
+            return "unreadable"
+        _DIGESTS[key] = found
+    return found
+
+
+def is_installed(filename: str) -> bool:
+    """Whether ``filename`` lies in an installed location (site-packages, the standard library):
+    code there is covered by its distribution's version, never fingerprinted file by file."""
+    real = os.path.realpath(filename)
+    return any(real.startswith(d) or filename.startswith(d) for d in _installed_dirs())
+
+
 class _Project:
     """The roots of one project and what is known of its files in this process."""
 
@@ -66,8 +95,6 @@ class _Project:
         # only the installed directories strictly below it excluded
         self.roots = tuple(os.path.realpath(r) + os.sep for r in roots)
         self.excluded = tuple(d for d in installed if not any(r.startswith(d) for r in self.roots))
-        self.installed_raw = self.excluded
-        self._files: dict[str, str] = {}
         self._is_project: dict[str, bool] = {}
         self._tops: dict[str, frozenset[str]] = {}  # import-path entry -> the module names it holds
 
@@ -75,7 +102,7 @@ class _Project:
         if not filename or filename.startswith("<"):
             return False
         known = self._is_project.get(filename)
-        if known is None and filename.startswith(self.installed_raw):  # most modules: no realpath needed
+        if known is None and filename.startswith(self.excluded):  # most modules: no realpath needed
             known = self._is_project[filename] = False
         if known is None:
             real = os.path.realpath(filename)
@@ -90,17 +117,6 @@ class _Project:
             if real.startswith(root):
                 return real[len(root):].replace(os.sep, "/")
         return real
-
-    def file_digest(self, filename: str) -> str:
-        found = self._files.get(filename)
-        if found is None:
-            try:
-                with open(filename, "rb") as handle:
-                    found = hashlib.sha256(handle.read()).hexdigest()
-            except OSError:
-                found = "unreadable"
-            self._files[filename] = found
-        return found
 
     def module_file(self, name: str) -> str | None:
         """The project file of module ``name`` (loaded or not), found without importing it."""
@@ -267,7 +283,7 @@ class _Walker:
             self.visit_function(obj)
         elif isinstance(obj, type):
             self.visit_class(obj)
-        elif callable(obj) and not isinstance(obj, type) and hasattr(obj, "__wrapped__"):
+        elif callable(obj) and hasattr(obj, "__wrapped__"):
             self.add(obj.__wrapped__, holder)
         else:
             self.visit_value(obj, holder)
@@ -277,7 +293,7 @@ class _Walker:
         if not self.project.owns(filename):
             self.installed(module)
             return
-        self.records[f"module:{self.project.relative(filename)}"] = self.project.file_digest(filename)
+        self.records[f"module:{self.project.relative(filename)}"] = file_digest(filename)
         for name, value in list(vars(module).items()):
             if not name.startswith("__"):
                 self.add(value, filename)
@@ -319,7 +335,7 @@ class _Walker:
             return
         path = self.project.module_file(name)
         if path is not None:
-            self.records[f"module:{self.project.relative(path)}"] = self.project.file_digest(path)
+            self.records[f"module:{self.project.relative(path)}"] = file_digest(path)
 
     def visit_class(self, klass: type) -> None:
         module = sys.modules.get(klass.__module__)
@@ -344,7 +360,7 @@ class _Walker:
         except (TypeError, ValueError, RecursionError):
             # not plain data (an index object, a client): its holder module's whole source stands in
             if holder is not None and self.project.owns(holder):
-                self.records[f"module:{self.project.relative(holder)}"] = self.project.file_digest(holder)
+                self.records[f"module:{self.project.relative(holder)}"] = file_digest(holder)
             return
         if holder is not None and self.project.owns(holder):
             key = f"data:{self.project.relative(holder)}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
@@ -365,7 +381,7 @@ def project_fingerprint(roots: Iterable[Path | str]) -> dict:
         filename = getattr(module, "__file__", None) if module is not None else None
         if not project.owns(filename):
             continue
-        modules[project.relative(filename)] = project.file_digest(filename)
+        modules[project.relative(filename)] = file_digest(filename)
         for value in list(vars(module).values()):
             if isinstance(value, types.ModuleType) or callable(value):
                 if not project.owns(getattr(sys.modules.get(_module_name_of(value) or ""), "__file__", None)):
@@ -374,7 +390,7 @@ def project_fingerprint(roots: Iterable[Path | str]) -> dict:
             for imported in _names(code):
                 path = project.module_file(imported) if imported not in sys.modules else None
                 if path is not None:
-                    modules[project.relative(path)] = project.file_digest(path)
+                    modules[project.relative(path)] = file_digest(path)
     packages = {k.removeprefix("package:"): v for k, v in sorted(walker.records.items())}
     return {"python": "{}.{}".format(*sys.version_info[:2]), "modules": dict(sorted(modules.items())),
             "packages": packages}

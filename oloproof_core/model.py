@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from attrs import field, frozen
 
-from .errors import ArtifactError
+from .errors import ArtifactError, ConfigError
 
 JSON = Any  # a value json.dumps accepts
 
@@ -294,3 +294,18 @@ def select(value: Any, path: str | None) -> Any:
         else:
             return None
     return value
+
+
+def acceptable_texts(case: Any, expected_field: str, evaluator: str) -> list[str] | None:
+    """The case's acceptable answers for a text evaluator: ``expected.<field>`` as a list of strings
+    (a string is a list of one), None when absent; anything else is a ConfigError at the case's line."""
+    want = select(case.expected, expected_field)
+    if want is None:
+        return None
+    if isinstance(want, str):
+        return [want]
+    if isinstance(want, list) and want and all(isinstance(w, str) for w in want):
+        return list(want)
+    where = f"{case.source}: $.expected.{expected_field}" if case.source else f"$.expected.{expected_field}"
+    raise ConfigError(f"{evaluator} compares text, and the expected value is {want!r}", where=where,
+                      fix=f'write a string, or a list of acceptable strings: "{expected_field}": ["...", "..."]')

@@ -17,7 +17,7 @@ from .identity import canonical, digest
 from .gate import Policy, load_policy
 from .model import Case, Evaluator, Slice, StageCache, System, SystemContext
 from .plugins import Plugins
-from .fingerprint import reach_fingerprint
+from .fingerprint import is_installed, reach_fingerprint
 from .recording import source_fingerprint
 from .relevance import UNITS, one_of
 
@@ -89,7 +89,8 @@ def unstructure(options: Any) -> Any:
 
 def evaluator_code(cls: type) -> list[str]:
     """An evaluator's code: its module's source, and what its class can reach from the folder its
-    package lives in (a helper module of a plugin being developed, not only a released version)."""
+    package lives in (a helper module of a plugin being developed, not only a released version).
+    An installed package is covered by its distribution's version, which the identity records."""
     import os
 
     module = sys.modules.get(cls.__module__)
@@ -98,6 +99,8 @@ def evaluator_code(cls: type) -> list[str]:
         return [source_fingerprint(cls)]
     top = sys.modules.get(cls.__module__.split(".")[0])
     package_file = getattr(top, "__file__", None) or filename
+    if is_installed(package_file):
+        return [source_fingerprint(cls)]
     root = os.path.dirname(os.path.dirname(package_file)) if package_file.endswith("__init__.py") else (
         os.path.dirname(package_file))
     return [source_fingerprint(cls), digest(reach_fingerprint([cls], [root], cls=cls))]

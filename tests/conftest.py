@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,34 @@ import pytest
 # the default in every child at exec, so each `oloproof` the tests start gets Ctrl-C as a user does.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class QuietServer(ThreadingHTTPServer):
+    """A threaded server whose handler errors (a client that gave up) are expected, not printed."""
+
+    daemon_threads = False
+    block_on_close = True  # server_close() joins every handler thread: nothing outlives the test
+    request_queue_size = 128  # socketserver's 5 drops connections when 16 open at once on a busy machine
+
+    def handle_error(self, request, client_address) -> None:
+        pass
+
+
+class Served:
+    """A server running in a thread; ``stop()`` shuts it down and joins everything."""
+
+    def __init__(self, handler: type, port: int = 0, **state):
+        self.server = QuietServer(("127.0.0.1", port), handler)
+        self.server.__dict__.update(state)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/answer"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
 
 
 class Result:

@@ -10,7 +10,7 @@ from typing import Any
 
 from attrs import frozen
 
-from oloproof import ConfigError, Judgment, hookimpl, select
+from oloproof import Judgment, acceptable_texts, hookimpl, select
 
 
 @frozen(kw_only=True)
@@ -19,21 +19,6 @@ class Options:
     field: str | None = None  # a key of the output object; None: the whole output
     expected_field: str = "answer"  # a key of the case's `expected`
     case_sensitive: bool = False
-
-
-def acceptable(case: Any, expected_field: str, evaluator: str) -> list[str] | None:
-    """The case's acceptable answers: ``expected.<field>`` as a list of strings (a string is a
-    list of one), None when absent; anything else is a ConfigError at the case's line."""
-    want = select(case.expected, expected_field)
-    if want is None:
-        return None
-    if isinstance(want, str):
-        return [want]
-    if isinstance(want, list) and want and all(isinstance(w, str) for w in want):
-        return list(want)
-    where = f"{case.source}: $.expected.{expected_field}" if case.source else f"$.expected.{expected_field}"
-    raise ConfigError(f"{evaluator} compares text, and the expected value is {want!r}", where=where,
-                      fix=f'write a string, or a list of acceptable strings: "{expected_field}": ["...", "..."]')
 
 
 @frozen
@@ -47,10 +32,10 @@ class Contains:
 
     def exclude(self, case: Any) -> str | None:
         """Cases that declare no expected value are outside this criterion."""
-        return None if acceptable(case, self.options.expected_field, "contains") is not None else "no_expected_value"
+        return None if acceptable_texts(case, self.options.expected_field, "contains") is not None else "no_expected_value"
 
     def evaluate(self, case: Any, execution: Any) -> Judgment:
-        wanted = acceptable(case, self.options.expected_field, "contains") or []
+        wanted = acceptable_texts(case, self.options.expected_field, "contains") or []
         got = select(execution.output, self.options.field)
         if got is None:
             return Judgment.failed("field_absent")

@@ -10,7 +10,7 @@ from typing import Any
 
 from attrs import frozen
 
-from oloproof import ConfigError, Judgment, hookimpl, select
+from oloproof import Judgment, acceptable_texts, hookimpl, select
 
 
 @frozen(kw_only=True)
@@ -20,20 +20,6 @@ class Options:
     expected_field: str = "answer"
     ignore_case: bool = False
     strip: bool = True
-
-
-def acceptable(case: Any, expected_field: str) -> list[str] | None:
-    """``expected.<field>`` as a list of strings (a string is a list of one), None when absent."""
-    want = select(case.expected, expected_field)
-    if want is None:
-        return None
-    if isinstance(want, str):
-        return [want]
-    if isinstance(want, list) and want and all(isinstance(w, str) for w in want):
-        return list(want)
-    where = f"{case.source}: $.expected.{expected_field}" if case.source else f"$.expected.{expected_field}"
-    raise ConfigError(f"exact compares text, and the expected value is {want!r}", where=where,
-                      fix=f'write a string, or a list of acceptable strings: "{expected_field}": ["...", "..."]')
 
 
 @frozen
@@ -46,10 +32,10 @@ class Exact:
         return self.options.criterion
 
     def exclude(self, case: Any) -> str | None:
-        return None if acceptable(case, self.options.expected_field) is not None else "no_expected_value"
+        return None if acceptable_texts(case, self.options.expected_field, "exact") is not None else "no_expected_value"
 
     def evaluate(self, case: Any, execution: Any) -> Judgment:
-        wanted = acceptable(case, self.options.expected_field) or []
+        wanted = acceptable_texts(case, self.options.expected_field, "exact") or []
         got = select(execution.output, self.options.field)
         if not isinstance(got, str):
             return Judgment.failed("field_absent" if got is None else "not_text")

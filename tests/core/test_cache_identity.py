@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
-from conftest import Project, case
+from conftest import Project, Served, case
 
 CONTAINS = """
 cases: cases.jsonl
@@ -246,20 +245,10 @@ class Answer(BaseHTTPRequestHandler):
         pass
 
 
-class Service:
-    """A service on a fixed port; it answers ``prefix`` to every question, or the question itself when ``prefix`` is empty."""
-
-    def __init__(self, prefix: str, port: int = 0):
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Answer)
-        self.server.prefix, self.server.calls = prefix, 0
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
+def Service(prefix: str, port: int = 0) -> Served:
+    """A service on 127.0.0.1 that answers ``prefix`` to every question, or the question itself when
+    ``prefix`` is empty; a second one on the same port is another service behind the same URL."""
+    return Served(Answer, port=port, prefix=prefix, calls=0)
 
 
 def http_project(root, port: int, extra: str = "") -> Project:

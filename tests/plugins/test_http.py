@@ -16,44 +16,16 @@ import struct
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from conftest import Project
+from conftest import Project, Served
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "blackbox_rag"
 SECRET = "s3cr3t-token-6f1e9d"
-
-
-class QuietServer(ThreadingHTTPServer):
-    """A threaded server whose handler errors (a client that gave up) are expected, not printed."""
-
-    daemon_threads = False
-    block_on_close = True  # server_close() joins every handler thread: nothing outlives the test
-    request_queue_size = 128  # socketserver's 5 drops connections when 16 open at once on a busy machine
-
-    def handle_error(self, request, client_address) -> None:
-        pass
-
-
-class Served:
-    """A server running in a thread; ``stop()`` shuts it down and joins everything."""
-
-    def __init__(self, handler: type, **state):
-        self.server = QuietServer(("127.0.0.1", 0), handler)
-        self.server.__dict__.update(state)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/answer"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
 
 
 class FaultHandler(BaseHTTPRequestHandler):
