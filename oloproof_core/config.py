@@ -12,9 +12,8 @@ from attrs import fields, has
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 from .errors import ConfigError
-from .files import (MAX_YAML_BYTES, check_aliases, check_text, check_yaml_shape, parse_json_line, read_lines,
+from .files import (MAX_YAML_BYTES, MAX_YAML_NODES, check_aliases, check_text, check_yaml_shape, parse_json_line, read_lines,
                     read_text)
-from .model import Case
 
 Path_ = tuple  # a YAML path: keys and indices
 
@@ -34,15 +33,17 @@ class Document:
         self.data = _plain(tree)
 
     @classmethod
-    def load(cls, path: Path) -> Document:
+    def load(cls, path: Path, *, limit: int = MAX_YAML_BYTES, nodes: int = MAX_YAML_NODES,
+             fix: str = "create it, or pass another file with --config") -> Document:
+        """``path`` read within ``limit`` bytes and ``nodes`` values, its aliases expanded."""
         from ruamel.yaml import YAML
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-        text = read_text(path, limit=MAX_YAML_BYTES, fix="create it, or pass another file with --config")
+        text = read_text(path, limit=limit, fix=fix)
         check_yaml_shape(text, path)
         try:
             if "&" in text and "*" in text:  # anchors and aliases: count what they expand to first
-                check_aliases(YAML(typ="rt").parse(text), path)
+                check_aliases(YAML(typ="rt").parse(text), path, nodes)
             tree = YAML(typ="rt").load(text)
         except MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
@@ -223,57 +224,45 @@ def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, w
         raise ConfigError(f"invalid value: {err}", where=where) from None
 
 
-# -- cases -----------------------------------------------------------------------------------
+# -- JSONL records --------------------------------------------------------------------------
 
-_CASE_KEYS = ("id", "input", "expected", "metadata")
+
+def check_record(obj: Any, where: str, at: str, first: dict[str, str], here: str, *, what: str,
+                 keys: tuple[str, ...], example: str) -> None:
+    """One record of a case or label file: an object with a unique non-empty string ``id`` and no
+    field outside ``keys``. ``at`` is its JSON path (``$``, or ``$[3]`` in a JSON array); ``first``
+    maps each id seen to where (``on line 3``), and ``here`` says where this one is."""
+    if not isinstance(obj, dict):
+        raise ConfigError(f"expected a JSON object, got {type(obj).__name__}", where=where,
+                          fix=f"write one object per {what}: {example}")
+    for key in obj:
+        if key not in keys:
+            close = difflib.get_close_matches(key, keys, n=1)
+            raise ConfigError(f"{at}.{key}: unknown field {key!r}", where=where,
+                              fix=f"rename it to {close[0]!r}" if close else f"a {what} has only {', '.join(keys)}")
+    if "id" not in obj:
+        raise ConfigError(f"{at}.id: missing id", where=where, fix=f"write {example}")
+    if not isinstance(obj["id"], str) or not obj["id"]:
+        raise ConfigError(f"{at}.id: expected a non-empty string, got {_describe(obj['id'])}", where=where,
+                          fix="quote the id")
+    if obj["id"] in first:
+        raise ConfigError(f"{at}.id: duplicate id {obj['id']!r} (first {first[obj['id']]})",
+                          where=where, fix=f"give every {what} its own id")
+    first[obj["id"]] = here
 
 
 def read_jsonl(path: Path, *, what: str, keys: tuple[str, ...], example: str,
                missing_fix: str) -> Iterator[tuple[str, dict]]:
-    """One JSON object a line (blank lines skipped), each with a unique non-empty string ``id`` and
-    no field outside ``keys``; yields ``("file:line", object)``. Every problem is a ConfigError
-    naming the line and the fix; an empty file too."""
-    first: dict[str, int] = {}
+    """One JSON object a line (blank lines skipped), each checked by :func:`check_record`; yields
+    ``("file:line", object)``. Every problem is a ConfigError naming the line and the fix; an
+    empty file too."""
+    first: dict[str, str] = {}
     for number, line in read_lines(path, what=what, missing_fix=missing_fix):
         if not line.strip():
             continue
         where = f"{path.name}:{number}"
         obj = parse_json_line(line, where)
-        if not isinstance(obj, dict):
-            raise ConfigError(f"expected a JSON object, got {type(obj).__name__}", where=where,
-                              fix=f"write one object per line: {example}")
-        for key in obj:
-            if key not in keys:
-                close = difflib.get_close_matches(key, keys, n=1)
-                raise ConfigError(f"$.{key}: unknown field {key!r}", where=where,
-                                  fix=f"rename it to {close[0]!r}" if close else
-                                  f"a {what} line has only {', '.join(keys)}")
-        if "id" not in obj:
-            raise ConfigError("$.id: missing id", where=where, fix=f"write {example}")
-        if not isinstance(obj["id"], str) or not obj["id"]:
-            raise ConfigError(f"$.id: expected a non-empty string, got {_describe(obj['id'])}", where=where,
-                              fix="quote the id")
-        if obj["id"] in first:
-            raise ConfigError(f"$.id: duplicate id {obj['id']!r} (first on line {first[obj['id']]})",
-                              where=where, fix=f"give every {what} line its own id")
-        first[obj["id"]] = number
+        check_record(obj, where, "$", first, f"on line {number}", what=f"{what} line", keys=keys, example=example)
         yield where, obj
     if not first:
         raise ConfigError(f"the {what} file has no lines", where=path.name, fix=f"add one JSON object per line: {example}")
-
-
-def load_cases(path: Path) -> list[Case]:
-    """Read a JSONL case file: one object a line, ``id`` unique, ``input`` an object."""
-    cases: list[Case] = []
-    for where, obj in read_jsonl(path, what="case", keys=_CASE_KEYS, example='{"id": "c001", "input": {...}}',
-                                 missing_fix="create it, or point `cases:` in oloproof.yaml at the right file"):
-        if "input" not in obj:
-            raise ConfigError("$.input: missing input", where=where,
-                              fix='add "input": {...}, the object passed to the system')
-        for key in ("input", "expected", "metadata"):
-            if key in obj and not isinstance(obj[key], dict):
-                raise ConfigError(f"$.{key}: expected a JSON object, got {_describe(obj[key])}",
-                                  where=where, fix=f'write "{key}": {{...}}')
-        cases.append(Case(id=obj["id"], input=obj["input"], expected=obj.get("expected", {}),
-                          metadata=obj.get("metadata", {}), source=where))
-    return cases

@@ -22,11 +22,14 @@ MAX_YAML_BYTES = 1_000_000  # a config or policy file; real ones are a few kilob
 MAX_YAML_NODES = 100_000  # values a YAML file may expand to, its aliases expanded
 MAX_DEPTH = 64  # nesting of YAML and of each JSON line
 MAX_LINE_BYTES = 16_000_000  # one line of a case or label file
+MAX_CASE_FILE_BYTES = 200_000_000  # a case file read whole (CSV, a JSON array, YAML)
+MAX_CASE_YAML_NODES = 5_000_000  # values a YAML case file may expand to
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, as a Windows editor writes it: accepted, skipped
 
 
 def read_text(path: Path, *, limit: int, fix: str) -> str:
     """A UTF-8 text file of at most ``limit`` bytes; every way it can fail is a located ConfigError."""
-    data = read_bytes(path, limit=limit, fix=fix)
+    data = read_bytes(path, limit=limit, fix=fix).removeprefix(BOM)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -61,7 +64,7 @@ def open_file(path: Path, fix: str):
                           fix="fix the path (a symbolic link loop, a permission)") from None
 
 
-def read_bytes(path: Path, *, limit: int, fix: str) -> bytes:
+def read_bytes(path: Path, *, limit: int, fix: str, what: str = "") -> bytes:
     with open_file(path, fix) as handle:
         try:
             data = handle.read(limit + 1)
@@ -69,7 +72,8 @@ def read_bytes(path: Path, *, limit: int, fix: str) -> bytes:
             raise ConfigError("a directory, not a file", where=shown(path), fix="name the file inside it") from None
     if len(data) > limit:
         raise ConfigError(f"the file is larger than {limit // 1_000_000} MB", where=path.name,
-                          fix="keep configs and policies small; put cases in the JSONL case file")
+                          fix=f"split the {what} file, or write it as JSONL (one case a line, no size limit)" if what
+                          else "keep configs and policies small; put cases in the JSONL case file")
     return data
 
 
@@ -89,9 +93,9 @@ def check_yaml_shape(text: str, path: Path) -> None:
                               fix="flatten the file")
 
 
-def check_aliases(events: Any, path: Path) -> None:
+def check_aliases(events: Any, path: Path, limit: int = MAX_YAML_NODES) -> None:
     """Count the values the document expands to, each alias counted as what it names, from the
-    parser's events (nothing is expanded); more than MAX_YAML_NODES is an error."""
+    parser's events (nothing is expanded); more than ``limit`` is an error."""
     from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 
     sizes: dict[str, int] = {}
@@ -111,9 +115,9 @@ def check_aliases(events: Any, path: Path) -> None:
             stack[-1][1] += size
         else:
             continue
-        if sum(frame[1] for frame in stack) > MAX_YAML_NODES:
+        if sum(frame[1] for frame in stack) > limit:
             mark = event.start_mark
-            raise ConfigError(f"its aliases expand to more than {MAX_YAML_NODES:,} values",
+            raise ConfigError(f"its aliases expand to more than {limit:,} values",
                               where=f"{path.name}:{mark.line + 1}:{mark.column + 1}",
                               fix="write the repeated blocks out, or use fewer nested aliases")
 
@@ -153,6 +157,33 @@ def parse_json_line(line: str, where: str) -> Any:
                           fix="write one JSON object per line") from None
     if re.search(r"\\u[dD][89a-fA-F]", line):
         check_text(obj, "$", where)
+    return obj
+
+
+def parse_json_text(text: str, path: Path) -> Any:
+    """A whole JSON file, as strictly as :func:`parse_json_line`; a syntax error is located at
+    ``file:line:col``."""
+    depth = 0
+    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):  # strings skipped
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, match.start()) + 1
+                raise ConfigError(f"nested more than {MAX_DEPTH} levels deep", where=f"{path.name}:{line}",
+                                  fix="flatten the file")
+        elif char in "]}":
+            depth -= 1
+    try:
+        obj = _DECODER.decode(text)
+    except _Strict as exc:
+        raise ConfigError(f"invalid JSON: {exc}", where=path.name,
+                          fix="write strict JSON: numbers are finite, each key appears once") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg}", where=f"{path.name}:{exc.lineno}:{exc.colno}",
+                          fix="check the brackets, commas and quotes there") from None
+    if re.search(r"\\u[dD][89a-fA-F]", text):
+        check_text(obj, "$", path.name)
     return obj
 
 
@@ -215,6 +246,8 @@ def read_lines(path: Path, *, what: str, missing_fix: str) -> Iterator[tuple[int
             if not raw:
                 return
             number += 1
+            if number == 1:
+                raw = raw.removeprefix(BOM)
             if len(raw) > MAX_LINE_BYTES:
                 raise ConfigError(f"the line is longer than {MAX_LINE_BYTES // 1_000_000} MB",
                                   where=f"{path.name}:{number}", fix=f"keep each {what} under that size")

@@ -11,7 +11,8 @@ from typing import Any
 from attrs import field, frozen, has
 from attrs import fields as attrs_fields
 
-from .config import CONVERTER, Document, load_cases, structure, yaml_path
+from .cases import load_cases
+from .config import CONVERTER, Document, structure, yaml_path
 from .errors import ConfigError
 from .identity import canonical, digest
 from .gate import Policy, load_policy
@@ -30,7 +31,7 @@ class Skeleton:
     """The top level of oloproof.yaml; plugin blocks are structured in a second pass."""
 
     system: dict
-    cases: str = "cases.jsonl"
+    cases: Any = "cases.jsonl"  # a file, {path: FILE, format: csv}, or {hf: NAME, split: test}; cases.py
     evaluators: list[dict] = field(factory=list)
     slices: list[str] = field(factory=list)
     min_slice_support: int = 10
@@ -136,7 +137,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
 
     system, kind = _load_system(doc, skeleton.system, plugins, project_dir, store,
                                 use_cache and executions != "refresh")
-    cases = tuple(load_cases(project_dir / skeleton.cases))
+    cases = tuple(load_cases(skeleton.cases, project_dir, doc))
 
     unit = relevance_unit(doc, skeleton)
     evaluators, metrics = [], {}
