@@ -121,17 +121,27 @@ def cli() -> None:
               help="Run the cases in a seeded random order, batch by batch, and stop as soon as the gate is "
                    "decided (anytime-valid intervals; see docs/runs.md).")
 @click.option("--seed", type=int, default=None, metavar="N",
-              help="With --until-decided: the seed of the case order (default: the policy's, else 0).")
+              help="The seed of --sample (default 0), and with --until-decided of the case order (default: the "
+                   "policy's, else 0).")
 @click.option("--batch", type=int, default=None, metavar="N",
               help="With --until-decided: cases run between two looks (default: the policy's, else 10).")
+@click.option("--limit", type=int, default=None, metavar="N", help="Run only the first N cases (after --filter "
+              "and --sample); the run records it is a subset.")
+@click.option("--filter", "filters", multiple=True, metavar="EXPR",
+              help="Run only the cases where FIELD=GLOB (or FIELD!=GLOB) holds, FIELD being id or metadata.KEY: "
+                   "--filter 'id=case_0*', --filter metadata.topic=billing. Repeat to AND them.")
+@click.option("--sample", type=int, default=None, metavar="N",
+              help="Run a seeded random sample of N cases (see --seed); the same seed picks the same cases.")
 @output_options
 @store_option
 def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
-        seed: int | None, batch: int | None, junit: str | None, junit_cases: bool, json_file: str | None,
-        markdown: str | None, store_spec: str | None) -> None:
-    """Run the suite, print metrics with intervals, and decide the gate."""
+        seed: int | None, batch: int | None, limit: int | None, filters: tuple[str, ...], sample: int | None,
+        junit: str | None, junit_cases: bool, json_file: str | None, markdown: str | None,
+        store_spec: str | None) -> None:
+    """Run the suite (or a subset of its cases), print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
+    from .selection import Selection, select_suite
     from .sequential import plan
     from .suite import load_suite
 
@@ -143,8 +153,10 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache,
                        executions=executions)
-    sequential = plan(suite, until_decided, seed, batch)
-    outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache, sequential=sequential)
+    suite, selection = select_suite(suite, Selection(limit=limit, filters=filters, sample=sample, seed=seed))
+    sequential = plan(suite, until_decided, seed if until_decided or sample is None else None, batch)
+    outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache, sequential=sequential,
+                        selection=selection)
     _echo(render_run(outcome, suite.min_slice_support))
     if wanted:  # from the stored run: the files say what `inspect` and `export` say
         from .outputs import write_outputs
@@ -176,7 +188,7 @@ def _warn_damaged(store) -> None:
 def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str, config: str | None,
             store_spec: str | None) -> None:
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
-    from .report import is_failure, render_case, render_failures
+    from .report import is_failure, render_case, render_failures, subset_line
 
     store = Project(config, store_spec).reader()
     if run_or_object_id.startswith("sha256:"):
@@ -216,6 +228,7 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
         _echo([f"Run {run_id} [{summary['state']}]",
                f"System: {header['system']['name']} {header['system']['version']}",
                f"Cases: {len(records)}", f"Gate: {summary['gate'] or 'none'}"]
+              + ([subset_line(header["selection"], summary["gate"] is not None)] if header.get("selection") else [])
               + [f"{name}: {m['cells'][0]} {m['cells'][1]} · {m['cells'][2]}" for name, m in summary["metrics"].items()])
 
 
@@ -428,9 +441,12 @@ def runs(fmt: str, config: str | None, store_spec: str | None) -> None:
     def origin(h: dict) -> str:
         return f"{h['role']} of {h['parent']}" if h.get("parent") else ""
 
+    def cases(h: dict) -> str:  # a subset run never reads as a full one
+        return f"{h['cases']} of {h['selection']['of']}" if h.get("selection") else str(h["cases"])
+
     _echo(table(["run", "created", "state", "system", "config", "cases", "diagnosis child"],
                 [[h["id"], h["created"], h["state"], f"{h['system']['name']} {h['system']['version']}",
-                  digest(h["system"].get("identity"))[:8], str(h["cases"]), origin(h)] for h in headers]))
+                  digest(h["system"].get("identity"))[:8], cases(h), origin(h)] for h in headers]))
 
 
 @cli.group()

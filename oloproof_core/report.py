@@ -46,6 +46,8 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     sequential = outcome.header.get("sequential")
     if sequential:
         out.append(sequential_line(sequential))
+    if outcome.header.get("selection"):
+        out.append(subset_line(outcome.header["selection"], outcome.gate is not None))
     out.append("")
     out += table(["metric", "estimate", f"{pct(confidence)} interval", "counts"],
                  [[name, *s.cells] for name, s in outcome.summaries.items()])
@@ -93,6 +95,12 @@ def missing_judgment_lines(outcome: Any) -> list[str]:
             lines += ["", f"Missing: {criterion} has no judgment for {sum(reasons.values())} of {len(ran)} cases "
                           f"that ran: {shown}{more}"]
     return lines
+
+
+def subset_line(record: dict, gated: bool) -> str:
+    """``Subset: 10 of 40 cases (--limit 10); the gate judged a subset``: a run of selected cases."""
+    return (f"Subset: {record['selected']} of {record['of']} cases ({record['flags']}); "
+            + ("the gate judged a subset" if gated else "not a full run"))
 
 
 def sequential_line(record: dict) -> str:

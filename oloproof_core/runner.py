@@ -188,12 +188,13 @@ def summarize(suite: Suite, results: list[CaseResult], confidence: float,
 
 
 def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True,
-              sequential: Any = None) -> RunOutcome:
+              sequential: Any = None, selection: dict | None = None) -> RunOutcome:
     """Execute, judge, summarise, decide and store one run.
 
     :param use_cache: False re-executes and re-judges every case (the caches are still written).
     :param sequential: a :class:`~oloproof_core.sequential.Sequential`: run the cases in its seeded
         order, batch by batch, until the gate is decided, with anytime-valid intervals.
+    :param selection: the record of the subset ``suite.cases`` holds (selection.py), kept in the header.
     """
     run_id = new_run_id()
     system = suite.system
@@ -205,6 +206,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
               "evaluators": {s.evaluator.criterion: s.identity for s in suite.evaluators},
               "metrics": {s.evaluator.criterion: s.evaluator.metric for s in suite.evaluators},
               "cases": len(suite.cases)}
+    if selection is not None:
+        header["selection"] = selection
     plugins.pm.hook.oloproof_run_started(run=header)
     confidence = suite.policy.confidence_level if suite.policy else 0.95
     judges = {s.evaluator.criterion: digest(s.identity) for s in suite.evaluators

@@ -177,8 +177,10 @@ def plan(suite: Any, until_decided: bool, seed: int | None, batch: int | None) -
     options = suite.policy.sequential if suite.policy is not None else None
     if not until_decided and not (options is not None and options.until_decided):
         if seed is not None or batch is not None:
-            raise ConfigError("--seed and --batch set the order and the looks of a sequential run",
-                              fix="add --until-decided, or leave them out")
+            raise ConfigError("--seed and --batch set the order and the looks of a sequential run"
+                              + (" (or --seed the cases --sample draws)" if batch is None else ""),
+                              fix="add --until-decided" + (" or --sample N" if batch is None else "")
+                              + ", or leave them out")
         return None
     if suite.policy is None:
         raise ConfigError("--until-decided stops when the gate is decided, and this suite has no policy",

@@ -28,6 +28,11 @@ def comparison_body(view: Mapping[str, Any], show_slices: bool) -> list[str]:
     if unpaired["candidate_only"] or unpaired["baseline_only"]:
         body.append(f"Unpaired: {unpaired['candidate_only']} only in {view['candidate']['id']}, "
                     f"{unpaired['baseline_only']} only in {view['baseline']['id']}")
+    for role in ("candidate", "baseline"):  # a subset run is said to be one
+        chosen = view[role].get("selection")
+        if chosen:
+            body.append(f"Subset: {view[role]['id']} ran {chosen['selected']} of {chosen['of']} cases "
+                        f"({chosen['flags']})")
     if view["not_compared"]:
         body.append("Not compared: " + "; ".join(f"{c['criterion']} only in {c['only_in']}" for c in view["not_compared"]))
     for entry in view["metrics"]:

@@ -70,6 +70,8 @@ def run_ref(header: Mapping[str, Any]) -> dict:
            "config": header.get("config"), "cases": int(header["cases"])}
     if header.get("parent"):
         ref["parent"], ref["role"] = header["parent"], header.get("role")
+    if header.get("selection"):  # a subset of the suite's cases (run --limit, --filter, --sample)
+        ref["selection"] = header["selection"]
     return ref
 
 
