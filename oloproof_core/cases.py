@@ -147,7 +147,11 @@ def columns_to_record(row: dict[str, Any], where: str, text: bool) -> dict:
         if text and value == "":
             continue
         if kind == "json":
-            value = parse_json_line(value, f"{where}: column {column}")
+            try:
+                value = parse_json_line(value, f"{where}: column {column}")
+            except ConfigError as exc:
+                raise ConfigError(exc.problem, where=exc.where,
+                                  fix='write the cell as JSON: 3, true, ["a", "b"], "text in double quotes"') from None
         elif kind == "list":
             value = [item.strip() for item in value.split("|")]
         if name == "id":
@@ -227,6 +231,8 @@ def _hf_cases(setting: dict, project_dir: Path, where: str) -> list[Case]:
     except ImportError:
         raise ConfigError("reading a Hugging Face dataset needs the datasets package", where=where,
                           fix="pip install 'oloproof[hf]'") from None
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
     name, split = setting["hf"], setting.get("split")
     local = project_dir / name
     label = f"hf:{name}" + (f"[{split}]" if split else "")
