@@ -5,7 +5,7 @@ only, never from ``oloproof_core``.
 """
 
 from oloproof_core import display, stats
-from oloproof_core.api import run
+from oloproof_core.api import evaluate, run
 from oloproof_core.errors import ArtifactError, CaseMissing, ConfigError, EvaluationError, OloproofError, PluginError
 from oloproof_core.hookspecs import hookimpl
 from oloproof_core.model import (
@@ -127,6 +127,7 @@ __all__ = [
     "retrieval_from_data",
     "retry_after",
     "run",
+    "evaluate",
     "seal_intact",
     "seal_of",
     "unit_key",

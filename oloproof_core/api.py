@@ -2,29 +2,53 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 
 def run(config: str | Path = "oloproof.yaml", *, no_cache: bool = False, refresh: bool = False,
-        reuse_executions: bool = False) -> Any:
+        reuse_executions: bool = False, limit: int | None = None, filters: Sequence[str] = (),
+        sample: int | None = None, seed: int | None = None) -> Any:
     """Run the suite of ``config`` and store the run, exactly as ``oloproof run`` does.
+
+    ``limit``, ``filters`` (``["metadata.topic=billing"]``, ANDed), ``sample`` and ``seed`` select a
+    subset of the cases as ``--limit``, ``--filter``, ``--sample`` and ``--seed`` do.
 
     :return: the :class:`~oloproof_core.runner.RunOutcome`: ``run_id``, ``state``, ``gate``,
         ``exit_code``, ``decisions``, ``summaries`` (criterion -> Summary with ``value``, ``low``,
         ``high``, ``observed``, ``missing``, ``excluded`` and the printed ``cells``), ``results``
-        (each case with its execution and judgments) and ``caches``. Nothing is printed; a config
-        error raises :class:`~oloproof.ConfigError`, as the CLI's exit 2.
+        (each case with its execution and judgments), ``header`` (with ``selection`` for a subset)
+        and ``caches``. Nothing is printed; a config error raises :class:`~oloproof.ConfigError`,
+        as the CLI's exit 2.
     """
     from .cli import Project
     from .runner import run_suite
+    from .selection import Selection, select_suite
     from .suite import load_suite
 
     if refresh and reuse_executions:
         raise ValueError("refresh and reuse_executions contradict each other")
+    if isinstance(filters, str):
+        filters = [filters]
     project = Project(str(config))
     doc, skeleton = project.skeleton()
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store,
                        use_cache=not no_cache, executions=executions)
-    return run_suite(suite, project.plugins, project.store, use_cache=not no_cache)
+    suite, selection = select_suite(suite, Selection(limit=limit, filters=tuple(filters), sample=sample, seed=seed))
+    return run_suite(suite, project.plugins, project.store, use_cache=not no_cache, selection=selection)
+
+
+def evaluate(config: str | Path = "oloproof.yaml", **options: Any) -> dict:
+    """:func:`run`, returning the stored run as data: the ``oloproof.run`` document that
+    ``oloproof run --json FILE`` writes (``run``, ``gate``, ``metrics`` with ``estimate``, ``low``,
+    ``high`` and the printed ``display`` cells, ``decisions``, ``missing``, ...), plain dicts and
+    lists, ready for a data frame. The options are :func:`run`'s."""
+    from .cli import Project
+    from .outputs.view import run_view
+
+    outcome = run(config, **options)
+    store = Project(str(config)).reader()
+    header, summary = store.get_run(outcome.run_id)
+    return run_view(header, summary, list(store.run_cases(outcome.run_id)))

@@ -27,6 +27,10 @@ lists every key there is. Unknown keys are errors (with a suggested rename), and
 coerced: `concurrency: "8"` or `require_citations: yes` (a string in YAML 1.2) is an error. Every
 error is one line, `file:line:col: $.yaml.path: problem; fix: action`, with exit code 2, before
 anything runs or is stored.
+
+`cases` is a file name (`.jsonl`, `.csv`, `.json`, `.yaml`), `{path: FILE, format: csv}` to force
+the format, or `{hf: NAME_OR_PATH, split: test, revision: ...}` for a Hugging Face dataset
+([cases.md](cases.md)).
 """
 
 
