@@ -183,3 +183,34 @@ def test_a_bad_selection_is_a_usage_error(project, args, error):
     result = project.run("run", *args)
     assert result.code == 2 and error in result.err, result
     assert project.runs() == []
+
+
+def test_evaluate_from_python_returns_the_stored_run_as_data(project):
+    import subprocess
+    import sys
+
+    project.cases([case(i, ok=i % 4 != 0) for i in range(20)])
+    script = '''
+import json, oloproof
+doc = oloproof.evaluate("oloproof.yaml", filters=["metadata.topic=even"], sample=6, seed=2)
+print(json.dumps(doc))
+try:
+    oloproof.evaluate("oloproof.yaml", filters=["metadata.topic=none"])
+except oloproof.ConfigError as exc:
+    print(exc)
+'''
+    proc = subprocess.run([sys.executable, "-c", script], cwd=project.root, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    first, error = proc.stdout.splitlines()
+    doc = json.loads(first)
+    assert doc["format"] == "oloproof.run" and doc["run"]["cases"] == 6
+    assert doc["run"]["selection"]["of"] == 20 and doc["run"]["selection"]["flags"] == (
+        "--filter metadata.topic=even --sample 6 --seed 2")
+    (metric,) = doc["metrics"]
+    assert metric["observed"] == 6 and metric["display"]["counts"].endswith("0 missing · 0 excluded")
+    ids = [r["id"] for r in map(json.loads, project.run("export", doc["run"]["id"]).out and (
+        project.root / ".oloproof" / "bundles" / doc["run"]["id"] / "cases.jsonl").read_text().splitlines())]
+    assert len(ids) == 6 and all(int(i[1:]) % 2 == 0 for i in ids)
+    assert metric["successes"] == sum(1 for i in ids if int(i[1:]) % 4 != 0)
+    assert error.startswith("--filter: metadata.topic=none matches none of the 20 cases")
+    assert len(project.runs()) == 1
