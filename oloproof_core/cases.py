@@ -13,7 +13,8 @@ from typing import Any
 
 from .config import Document, check_record, read_jsonl
 from .errors import ConfigError
-from .files import MAX_CASE_FILE_BYTES, MAX_CASE_YAML_NODES, parse_json_line, parse_json_text, read_text
+from .files import (MAX_CASE_FILE_BYTES, MAX_CASE_YAML_NODES, parse_json_line, parse_json_text, read_text,
+                    walk)
 from .model import Case
 
 FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
@@ -118,17 +119,12 @@ def _yaml(path: Path) -> list[Case]:
 
 def _check_plain(value: Any, at: str, where: str) -> None:
     """A YAML value a JSON case could hold: no date, no set, no .nan."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _check_plain(item, f"{at}.{key}", where)
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _check_plain(item, f"{at}[{i}]", where)
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"{at}: {value} is not a JSON number", where=where, fix="write a finite number")
-    elif not (value is None or isinstance(value, (str, bool, int, float))):
-        raise ConfigError(f"{at}: a YAML {type(value).__name__} is not a JSON value", where=where,
-                          fix="quote it, to keep it as text")
+    for spot, item in walk(value, at):
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ConfigError(f"{spot}: {item} is not a JSON number", where=where, fix="write a finite number")
+        if not (item is None or isinstance(item, (str, bool, int, float, dict, list))):
+            raise ConfigError(f"{spot}: a YAML {type(item).__name__} is not a JSON value", where=where,
+                              fix="quote it, to keep it as text")
 
 
 # -- columns: CSV, and a dataset's flat rows ---------------------------------------------------

@@ -209,23 +209,25 @@ def _depth(line: str) -> int:
     return deepest
 
 
+def walk(value: Any, path: str = "$") -> Iterator[tuple[str, Any]]:
+    """``value`` and every value nested in it, each with its JSON path (``$.a[0]``)."""
+    yield path, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        yield from walk(item, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]")
+
+
 def check_text(value: Any, path: str, where: str) -> None:
     """Every string and key of ``value`` is text: a lone surrogate is a ConfigError at its path."""
-    texts = [(f"{path}.{k}" if isinstance(k, str) else path, k) for k in value] if isinstance(value, dict) else []
-    if isinstance(value, str):
-        texts = [(path, value)]
-    for at, text in texts:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ConfigError(f"{at}: a lone surrogate escape is not text", where=where,
-                              fix="write the character itself, or a complete \\uD8xx\\uDCxx pair") from None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            check_text(item, f"{path}.{key}", where)
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            check_text(item, f"{path}[{i}]", where)
+    for at, item in walk(value, path):
+        texts = [(f"{at}.{k}", k) for k in item if isinstance(k, str)] if isinstance(item, dict) else (
+            [(at, item)] if isinstance(item, str) else [])
+        for spot, text in texts:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ConfigError(f"{spot}: a lone surrogate escape is not text", where=where,
+                                  fix="write the character itself, or a complete \\uD8xx\\uDCxx pair") from None
 
 
 def read_lines(path: Path, *, what: str, missing_fix: str) -> Iterator[tuple[int, str]]:
