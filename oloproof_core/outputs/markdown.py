@@ -44,8 +44,10 @@ def render_markdown(view: Mapping[str, Any]) -> str:
     """The summary as Markdown text, ending with a newline."""
     if view["format"] == RUN_FORMAT:
         run = view["run"]
+        chosen = run.get("selection")
+        cases = f"{run['cases']} of {chosen['of']} cases (a subset: {chosen['flags']})" if chosen else f"{run['cases']} cases"
         out = [f"### Oloproof run `{run['id']}` [{run['state']}]", "",
-               f"{run['system']['name']} {run['system']['version']} · {run['cases']} cases · "
+               f"{run['system']['name']} {run['system']['version']} · {cases} · "
                f"{100 * view['confidence_level']:g}% intervals", "", _gate_line(view), *_rules(view), "",
                *_table(["metric", "estimate", "interval", "counts"],
                        [[m["name"], *m["display"].values()] for m in view["metrics"]])]

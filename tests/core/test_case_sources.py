@@ -146,8 +146,9 @@ def test_a_subset_is_selected_recorded_and_said(project):
     project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "policy: policy.yaml\n")
     project.cases([case(i) for i in range(40)])
     assert len(judged(project, "--limit", "10")) == 10
-    out = project.run("run", "--limit", "10").out
+    out = project.run("run", "--limit", "10", "--markdown", "summary.md").out
     assert "Subset: 10 of 40 cases (--limit 10); the gate judged a subset" in out
+    assert "10 of 40 cases (a subset: --limit 10)" in (project.root / "summary.md").read_text(encoding="utf-8")
     odd = judged(project, "--filter", "metadata.topic=odd", "--filter", "id=c0[0-1]*")
     assert sorted(odd) == ["c001", "c003", "c005", "c007", "c009", "c011", "c013", "c015", "c017", "c019"]
     assert sorted(judged(project, "--filter", "metadata.topic!=odd", "--limit", "2")) == ["c000", "c002"]
