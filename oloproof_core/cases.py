@@ -13,7 +13,7 @@ from typing import Any
 
 from .config import Document, check_record, read_jsonl
 from .errors import ConfigError
-from .files import (MAX_CASE_FILE_BYTES, MAX_CASE_YAML_NODES, parse_json_line, parse_json_text, read_text,
+from .files import (MAX_CASE_FILE_BYTES, MAX_CASE_YAML_NODES, MAX_LINE_BYTES, parse_json_line, parse_json_text, read_text,
                     walk)
 from .model import Case
 
@@ -109,7 +109,7 @@ def _yaml(path: Path) -> list[Case]:
 
     def items():
         for i, obj in enumerate(doc.data):
-            line = doc.where((i,)).split(":")[1]
+            line = doc.tree.lc.item(i)[0] + 1
             where = f"{path.name}:{line}"
             _check_plain(obj, "$", where)
             yield where, "$", f"on line {line}", obj
@@ -184,6 +184,7 @@ def _csv(path: Path) -> list[Case]:
     import io
 
     text = _read(path)
+    csv.field_size_limit(MAX_LINE_BYTES)  # a cell as long as a JSONL line may be, not csv's 128 KB
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader, None)
