@@ -69,7 +69,7 @@ def make_case(obj: dict, where: str, at: str) -> Case:
             raise ConfigError(f"{at}.{key}: expected a JSON object, got {obj[key]!r} ({type(obj[key]).__name__})",
                               where=where, fix=f'write "{key}": {{...}}')
     return Case(id=obj["id"], input=obj["input"], expected=obj.get("expected", {}),
-                metadata=obj.get("metadata", {}), source=where)
+                metadata=obj.get("metadata", {}), source=where if at == "$" else f"{where}: {at}")
 
 
 def _jsonl(path: Path) -> list[Case]:
