@@ -59,7 +59,8 @@ def runs_view(store: Any, system: str | None = None, state: str | None = None, g
         row = {"id": header["id"], "created": header.get("created"), "system": header["system"]["name"],
                "version": header["system"]["version"], "config": header.get("config"),
                "state": summary.get("state") or header.get("state"), "gate": summary.get("gate"),
-               "cases": header.get("cases"), "parent": header.get("parent"), "role": header.get("role")}
+               "cases": header.get("cases"), "parent": header.get("parent"), "role": header.get("role"),
+               "selection": header.get("selection")}
         if system and row["system"] != system:
             continue
         if state and not (row["state"] or "").startswith(state):

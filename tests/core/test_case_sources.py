@@ -161,6 +161,8 @@ def test_a_subset_is_selected_recorded_and_said(project):
     assert ref["selection"] == {"flags": "--sample 7 --seed 6", "filters": [], "sample": 7, "seed": 6, "limit": None,
                                 "selected": 7, "of": 40}
     assert "Subset: 7 of 40 cases (--sample 7 --seed 6)" in project.run("inspect", "latest").out
+    assert project.run("export", "latest", "--html", "report.html").code == 0
+    assert "7 of 40 cases (a subset: --sample 7 --seed 6)" in (project.root / "report.html").read_text(encoding="utf-8")
     # compare of a subset with a full run: the unpaired cases and the subset are both said
     full = project.run("run").out.split()[1]
     sub = project.run("run", "--limit", "10").out.split()[1]
