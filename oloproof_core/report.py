@@ -201,36 +201,6 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def render_case(record: dict) -> list[str]:
-    """What ``inspect --case`` prints, every stored text made printable."""
-    return [printable(line) for line in _case_lines(record)]
-
-
-def _case_lines(record: dict) -> list[str]:
-    case = record["case"]
-    out = [record["id"], f"  input: {json.dumps(case['input'], ensure_ascii=False)}",
-           f"  expected: {json.dumps(case['expected'], ensure_ascii=False)}"]
-    if case.get("metadata"):
-        out.append(f"  metadata: {json.dumps(case['metadata'], ensure_ascii=False)}")
-    if "missing" in record:
-        out.append(f"  missing: {record['missing']}")
-    else:
-        out.append(f"  output: {json.dumps(record['output'], ensure_ascii=False)}")
-    for kind, items in record.get("artifacts", {}).items():
-        for item in items:
-            out.append(f"  {kind}: {json.dumps(item, ensure_ascii=False, sort_keys=True)}")
-    out.append("  judgments:")
-    for name, j in record["judgments"].items():
-        out.append(f"    {name}: {judgment_word(j)}" + (f" ({j['reason']})" if j.get("reason") and j["status"]
-                                                         in ("pass", "fail") else ""))
-        detail = j.get("detail") or {}
-        if detail.get("rationale"):
-            out.append(f"      rationale: {detail['rationale']}")
-        if detail.get("raw") is not None:
-            out.append(f"      raw reply: {short_json(detail['raw'])}")
-    return out
-
-
 def render_validation(record: dict, spec: Any) -> list[str]:
     """The report of ``oloproof judge validate``: the 2×2 table, the measures with intervals, the
     methods and the requirement."""
