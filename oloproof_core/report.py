@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .display import fixed
+from .display import cells_like, fixed
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -64,8 +64,9 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out += ["", f"Slices (exploratory, never gate; no interval below {min_slice_support} observed{unit})"]
         rows = []
         for slice_name, group, criterion, s in outcome.slices:
-            interval = s.cells[1] if s.observed >= min_slice_support else "—"
-            rows.append([f"{slice_name}={group}", criterion, s.cells[0], interval, s.cells[2]])
+            cells = cells_like(s, outcome.summaries[criterion].metric)
+            interval = cells[1] if s.observed >= min_slice_support else "—"
+            rows.append([f"{slice_name}={group}", criterion, cells[0], interval, cells[2]])
         out += table(["slice", "metric", "estimate", "interval", "counts"], rows)
     out.append("")
     out.append(cache_line(outcome.caches))

@@ -189,10 +189,13 @@ def summarize(suite: Suite, results: list[CaseResult], confidence: float,
             key = result.slices.get(slice_.name)
             if key is not None:
                 groups.setdefault(key, []).append(result)
+        shown = suite.slice_criteria.get(slice_.name)  # None: every criterion
         for key in sorted(groups):
             members = groups[key]
             for spec in suite.evaluators:
                 criterion = spec.evaluator.criterion
+                if shown is not None and criterion not in shown:
+                    continue
                 summary = metrics[criterion].summarize([r.judgments[criterion] for r in members], confidence)
                 rows.append((slice_.name, key, criterion, summary))
     return summaries, rows
@@ -262,6 +265,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         state = ("DECIDED" if suite.policy is not None else "UNGATED") + ("/SEQUENTIAL" if sequential else "/COMPLETE")
     header["state"] = state
     header["slices"] = [s.name for s in suite.slices]
+    if suite.slice_criteria:
+        header["slice_criteria"] = {name: list(shown) for name, shown in suite.slice_criteria.items()}
     header["min_slice_support"] = suite.min_slice_support
     header["relevance_unit"] = suite.relevance_unit  # what every position of this run counts
     header["confidence_level"] = confidence

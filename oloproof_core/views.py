@@ -99,12 +99,21 @@ def metric_rows(document: dict) -> list[dict]:
     return rows
 
 
-def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: float) -> list[dict]:
+def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: float,
+               kinds: dict | None = None) -> list[dict]:
     """The slice table, summarised by the run's own metric plugins; ``supported`` is False below
-    ``min_slice_support`` observed cases (no interval is shown for those)."""
+    ``min_slice_support`` observed cases (no interval is shown for those).
+
+    :param kinds: criterion -> the metric its row of the run's metric table was printed as
+        (``mean``, ``proportion``): every group prints in that format.
+    """
+    from .display import cells_like
+
     support = header.get("min_slice_support", 10)
+    kinds = kinds or {}
     out = []
     for name in header.get("slices", []):
+        shown = (header.get("slice_criteria") or {}).get(name)  # None: every criterion
         groups: dict[str, list[dict]] = {}
         for record in records:
             group = (record.get("slices") or {}).get(name)
@@ -115,11 +124,14 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
             members = groups[group]
             cells = []
             for criterion, metric in metrics.items():
+                if shown is not None and criterion not in shown:
+                    continue
                 judgments = [Judgment.from_data(r["judgments"][criterion]) for r in members
                              if criterion in r.get("judgments", {})]
                 s = metric.summarize(judgments, confidence)
-                cells.append({"criterion": criterion, "estimate": s.cells[0], "interval": s.cells[1],
-                              "counts": s.cells[2], "value": s.value, "supported": s.observed >= support,
+                estimate, interval, counts = cells_like(s, kinds.get(criterion))
+                cells.append({"criterion": criterion, "estimate": estimate, "interval": interval,
+                              "counts": counts, "value": s.value, "supported": s.observed >= support,
                               "observed": s.observed})
             panel["groups"].append({"group": group, "cells": cells})
         out.append(panel)
@@ -143,7 +155,8 @@ def run_view(store: Any, records: Records, plugins: Any, run_id: str) -> dict:
     confidence = header.get("confidence_level", 0.95)
     return {"header": header, "summary": summary, "document": document, "confidence": confidence,
             "metrics": metric_rows(document),
-            "slices": slice_rows(header, rows, metrics, confidence),
+            "slices": slice_rows(header, rows, metrics, confidence,
+                                 {name: m.get("metric") for name, m in summary["metrics"].items()}),
             "min_slice_support": header.get("min_slice_support", 10),
             "criteria": list(header.get("evaluators", {})),
             "children": [h for h in store.list_runs() if h.get("parent") == run_id]}
