@@ -131,9 +131,11 @@ def _fit(block: Sequence[str], width: int) -> list[str]:
 
 def narrowed(natural: Sequence[int], room: int) -> list[int]:
     """Column widths summing to at most ``room``: the widest column loses a character at a time,
-    none below :data:`MIN_COLUMN` (or its natural width); a table that cannot fit stays wider."""
+    none below :data:`MIN_COLUMN` (or its natural width, or an equal share of a narrow terminal,
+    at least 3); a table that still cannot fit stays wider."""
     widths = list(natural)
-    floors = [min(w, MIN_COLUMN) for w in natural]
+    floor = max(3, min(MIN_COLUMN, room // max(1, len(natural))))
+    floors = [min(w, floor) for w in natural]
     while sum(widths) > room:
         widest = max(range(len(widths)), key=lambda k: (widths[k] - floors[k] > 0, widths[k]))
         if widths[widest] <= floors[widest]:
