@@ -175,7 +175,9 @@ def _warn_damaged(store) -> None:
 @cli.command()
 @click.argument("run_or_object_id")
 @click.option("--failures", is_flag=True, help="List the cases that failed, errored or did not finish.")
-@click.option("--case", "case_id", metavar="ID", help="Show one case: input, expected, output, judgments.")
+@click.option("--case", "case_id", metavar="ID",
+              help="Show one case: input, expected, output, the retrieval, context and citations, and each judgment "
+                   "with its reason (with --format json: the stored record, unchanged).")
 @format_option
 @config_option
 @store_option
