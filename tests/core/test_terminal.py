@@ -230,6 +230,21 @@ min_slice_support: 2
     kind = [r[1] for r in rows if r[0] == "metadata.kind=k"]
     assert kind == ["answer_correct", "exact_answer"]  # the plain form: every criterion
 
+    # the viewer's slice panels and compare's slice differences follow the run's lists
+    assert project.run("export", "latest", "--html", "report.html").code == 0
+    html = (project.root / "report.html").read_text(encoding="utf-8")
+    panel = html[html.index("<b>metadata.topic</b>"):html.index("<b>metadata.kind</b>")]
+    assert "<td>exact_answer</td>" in panel and "<td>answer_correct</td>" not in panel
+    assert project.run("run", "--no-cache").code == 0
+    project.write("compare.yaml", "version: 1\nconfidence_level: 0.95\nblock_on: [FAIL]\nrules:\n"
+                                  "  - {id: same, metric: answer_correct, kind: non-inferiority, margin: 0.5}\n")
+    runs = project.runs()
+    compared = project.run("compare", runs[1], runs[0], "--policy", "compare.yaml", "--slices")
+    differences = [line for line in compared.out.splitlines() if line.startswith("  metadata.")]
+    assert sorted(line.split(" · ")[1].split(":")[0] for line in differences if "topic=" in line) == [
+        "exact_answer", "exact_answer"]
+    assert len([line for line in differences if "kind=k" in line]) == 2
+
 
 @pytest.mark.parametrize("entry, where, problem", [
     ("{slice: metadata.topic, metrics: [answer_corect]}", "$.slices[0].metrics[0]",
