@@ -99,6 +99,7 @@ def test_inspect_case_shows_the_retrieval_context_citations_and_judgments(tmp_pa
     assert raw["case"]["input"] == exported["input"] and raw["output"] == exported["output"]
 
 
+@pytest.mark.slow
 def test_inspect_case_marks_invalid_citations_and_relevance_at_the_chunk_unit(tmp_path):
     root = staged(tmp_path)
     cases = read_jsonl(root / "cases.jsonl")
@@ -135,6 +136,7 @@ def test_inspect_case_escapes_control_characters_in_the_output(project):
     assert code == 0 and "\x1b[2J" not in out and "\x1b]0" not in out
 
 
+@pytest.mark.slow
 def test_tables_fit_the_terminal_and_are_unchanged_off_it(project):
     project.cases([case(i, ok=i % 3 > 0) for i in range(6)])
     assert project.run("run").code == 0
@@ -153,6 +155,7 @@ def test_tables_fit_the_terminal_and_are_unchanged_off_it(project):
     assert project.run("runs", env={"COLUMNS": "60"}).out == piped
 
 
+@pytest.mark.slow
 def test_colour_on_a_terminal_only_and_never_with_no_color(project):
     project.write("policy.yaml", """
         version: 1
@@ -214,6 +217,7 @@ def rows_of(out: str) -> list[list[str]]:
     return [[c.strip() for c in line.strip("│").split("│")] for line in out.splitlines() if line.startswith("│")]
 
 
+@pytest.mark.slow
 def test_per_slice_criteria_limit_that_slices_rows(project):
     project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + """
   - {type: exact, criterion: exact_answer, field: answer, expected_field: answer}
