@@ -99,28 +99,46 @@ def test_inspect_case_shows_the_retrieval_context_citations_and_judgments(tmp_pa
     assert raw["case"]["input"] == exported["input"] and raw["output"] == exported["output"]
 
 
-@pytest.mark.slow
-def test_inspect_case_marks_invalid_citations_and_relevance_at_the_chunk_unit(tmp_path):
-    root = staged(tmp_path)
-    cases = read_jsonl(root / "cases.jsonl")
-    for row in cases:  # one chunk of kb-09 labelled relevant: by chunk, another chunk of kb-09 is not
-        if row["id"] == "refund_review":
-            row["expected"]["relevant"] = [{"doc_id": "kb-01", "chunk_id": "c9"}]
-    (root / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in cases), encoding="utf-8")
-    config = (root / "oloproof.yaml").read_text(encoding="utf-8")
-    (root / "oloproof.yaml").write_text(config + "relevance_unit: chunk\n", encoding="utf-8")
-    olo("run", cwd=root)
-    lines = olo("inspect", "latest", "--case", "refund_review", cwd=root).out.splitlines()
-    assert "relevant at relevance_unit chunk" in " ".join(lines)
-    rows = [[c.strip() for c in line.strip("│").split("│")] for line in lines if line.startswith("│")]
-    kb01 = next(r for r in rows if r[2].startswith("kb-01"))
-    assert kb01[3] == "no"  # the retrieved passage is not the labelled chunk
+RECORDING_APP = """
+from oloproof import Context, ContextItem, DroppedItem, Passage, Retrieval, current_case, system
 
-    (root / "oloproof.yaml").write_text(config, encoding="utf-8")  # by document, it is relevant
-    olo("run", cwd=root)
-    lines = olo("inspect", "latest", "--case", "refund_review", cwd=root).out.splitlines()
-    rows = [[c.strip() for c in line.strip("│").split("│")] for line in lines if line.startswith("│")]
-    assert next(r for r in rows if r[2].startswith("kb-01"))[3] == "yes (doc)"
+@system(name="rec", version="1", records=("retrieval/v1", "context/v1", "citations/v1"))
+def run(input):
+    recorder = current_case()
+    recorder.retrieval(Retrieval(query=input["q"], depth=3, candidates=(
+        Passage(doc_id="kb-1", chunk_id="c1", score=0.9, text="one"),
+        Passage(doc_id="kb-1", chunk_id="c2", score=0.8, text="two"),
+        Passage(doc_id="kb-2", chunk_id="c1", score=0.5, text="three"))))
+    recorder.context(Context(items=(ContextItem(doc_id="kb-1", chunk_id="c1", position=1, tokens=5, text="one"),),
+                             dropped=(DroppedItem(doc_id="kb-1", chunk_id="c2", position=2, reason="token_budget"),
+                                      DroppedItem(doc_id="kb-2", chunk_id="c1", position=3, reason="top_k")),
+                             token_budget=8))
+    recorder.citations(["kb-1#c1", "kb-9"])
+    return {"answer": input["q"]}
+"""
+
+
+def test_inspect_case_marks_invalid_citations_and_relevance_at_the_run_unit(project):
+    project.write("app.py", RECORDING_APP)
+    config = (project.root / "oloproof.yaml").read_text() + "  - {type: citation_validity}\n"
+    project.write("oloproof.yaml", config + "relevance_unit: chunk\n")
+    project.cases([{"id": "c1", "input": {"q": "q"}, "expected": {"answer": "q",
+                                                                  "relevant": [{"doc_id": "kb-1", "chunk_id": "c2"}]}}])
+    assert project.run("run").code == 0
+    lines = project.run("inspect", "latest", "--case", "c1").out.splitlines()
+    assert "Retrieval: query \"q\", depth 3, 3 candidates, relevant at relevance_unit chunk" in lines
+    assert rows_of("\n".join(lines))[1:] == [["1", "0.900", "kb-1#c1", "no", "kept"],
+                                            ["2", "0.800", "kb-1#c2", "yes (chunk)", "dropped: token_budget"],
+                                            ["3", "0.500", "kb-2#c1", "no", "dropped: top_k"]]
+    assert "Context: 1 passage · 5 of a budget of 8 tokens used · 2 dropped · source retrieval" in lines
+    assert "Citations: kb-1#c1: valid · kb-9: invalid (not in the context)" in lines
+    assert "  citations_valid: failed (cites_outside_context)" in lines
+    assert '    invalid: ["kb-9"]' in lines
+
+    project.write("oloproof.yaml", config)  # counted by document, both chunks of kb-1 are relevant
+    assert project.run("run").code == 0
+    rows = rows_of(project.run("inspect", "latest", "--case", "c1").out)
+    assert [r[3] for r in rows[1:]] == ["yes (doc)", "yes (doc)", "no"]
 
 
 def test_inspect_case_escapes_control_characters_in_the_output(project):
