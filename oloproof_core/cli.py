@@ -17,7 +17,10 @@ from .outputs.options import output_options, outputs_wanted
 
 
 def _echo(lines) -> None:
-    click.echo("\n".join(lines))
+    """Print ``lines``; on a terminal, tables fit its width and verdicts are coloured."""
+    from .outputs.terminal import shown
+
+    click.echo("\n".join(shown(list(lines))))
 
 
 class Project:
@@ -139,6 +142,7 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
         junit: str | None, junit_cases: bool, json_file: str | None, markdown: str | None,
         store_spec: str | None) -> None:
     """Run the suite (or a subset of its cases), print metrics with intervals, and decide the gate."""
+    from .outputs.terminal import Progress
     from .report import render_run
     from .runner import run_suite
     from .selection import Selection, select_suite
@@ -155,8 +159,9 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
                        executions=executions)
     suite, selection = select_suite(suite, Selection(limit=limit, filters=filters, sample=sample, seed=seed))
     sequential = plan(suite, until_decided, seed if until_decided or sample is None else None, batch)
+    progress = Progress()  # on standard error when it is a terminal
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache, sequential=sequential,
-                        selection=selection)
+                        selection=selection, progress=progress if progress.on else None)
     _echo(render_run(outcome, suite.min_slice_support))
     if wanted:  # from the stored run: the files say what `inspect` and `export` say
         from .outputs import write_outputs
@@ -181,14 +186,16 @@ def _warn_damaged(store) -> None:
 @cli.command()
 @click.argument("run_or_object_id")
 @click.option("--failures", is_flag=True, help="List the cases that failed, errored or did not finish.")
-@click.option("--case", "case_id", metavar="ID", help="Show one case: input, expected, output, judgments.")
+@click.option("--case", "case_id", metavar="ID",
+              help="Show one case: input, expected, output, the retrieval, context and citations, and each judgment "
+                   "with its reason (with --format json: the stored record, unchanged).")
 @format_option
 @config_option
 @store_option
 def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str, config: str | None,
             store_spec: str | None) -> None:
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
-    from .report import is_failure, render_case, render_failures, subset_line
+    from .report import is_failure, render_failures, subset_line
 
     store = Project(config, store_spec).reader()
     if run_or_object_id.startswith("sha256:"):
@@ -210,10 +217,14 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
         if not found:
             raise OloproofError(f"run {run_id} has no case {case_id!r}",
                                 fix="list its failing cases with --failures")
-        if fmt == "json":
+        if fmt == "json":  # the stored record, unchanged
             click.echo(json.dumps(found[0], indent=2, ensure_ascii=False))
-        else:
-            _echo(render_case(found[0]))
+        else:  # the viewer's case page, as text
+            from .outputs.case import render_case
+            from .outputs.terminal import text_width
+            from .views import case_view
+
+            _echo(render_case(case_view(store, lambda _: records, run_id, case_id), text_width()))
     elif fmt == "json":
         from .outputs import to_json
         from .outputs.view import run_view

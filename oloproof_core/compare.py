@@ -284,13 +284,14 @@ def _slices(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: 
     out = []
     support = header.get("min_slice_support", 10)
     for name in header.get("slices", []):
+        shown = (header.get("slice_criteria") or {}).get(name)  # None: every criterion
         groups: dict[str, list[str]] = {}
         for i in ids:
             key = (cand[i].get("slices") or {}).get(name)
             if key is not None:
                 groups.setdefault(key, []).append(i)
         for key in sorted(groups):
-            for c in criteria:
+            for c in criteria if shown is None else [c for c in criteria if c in shown]:
                 p = pair(c, cand, base, groups[key])
                 if p.n:  # too few pairs for an interval worth printing: the difference alone
                     out.append({"slice": name, "group": key, **paired_data(p, confidence, p.n >= support)})

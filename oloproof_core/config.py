@@ -176,7 +176,16 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list(converter))
     converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) in (dict, Mapping),
                                               _strict_dict(converter))
+    converter.register_structure_hook(str | dict, _name_or_mapping)
     return converter
+
+
+def _name_or_mapping(value: Any, _: type) -> Any:
+    """A name or a mapping (a ``slices:`` entry), checked further by whoever reads it."""
+    if not isinstance(value, (str, dict)):
+        raise ConfigError(f"expected a name or a mapping, got {_describe(value)}",
+                          fix="write a name, or {key: value, ...}")
+    return value
 
 
 CONVERTER = make_converter()

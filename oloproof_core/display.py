@@ -6,6 +6,8 @@ their exact counts, other values from their shortest decimal form. Bounds are ro
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import stats
 
 
@@ -55,3 +57,13 @@ def points_cells(diff: float, low: float, high: float) -> tuple[str, str]:
     """A paired difference in percentage points: ``+6.7 points``, ``[-26.5, +40.8]``."""
     return (f"{fixed(100 * diff, 1, sign=True)} points",
             f"[{stats.floor_to(100 * low, 1):+.1f}, {stats.ceil_to(100 * high, 1):+.1f}]")
+
+
+def cells_like(summary: Any, metric: str | None) -> tuple[str, str, str]:
+    """A slice group's cells in its criterion's format in the metric table: a ``fraction``
+    criterion (recall) printed as a mean there prints its all-0/1 groups as means too (``1.000``,
+    not ``100.0%``), so a criterion has one number format in every row."""
+    if metric == "mean" and summary.metric == "proportion" and summary.observed:
+        return mean_cells(summary.value, summary.observed, summary.low, summary.high, summary.missing,
+                          summary.excluded)
+    return tuple(summary.cells)

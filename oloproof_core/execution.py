@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -145,29 +144,6 @@ class Executor:
                 await closer()
 
 
-class Progress:
-    """A one-line progress bar on a terminal's stderr; silent anywhere else (CI logs)."""
-
-    def __init__(self, total: int):
-        self.total, self.count, self.last = total, 0, 0.0
-        self.on = sys.stderr.isatty() and total > 0
-
-    def step(self) -> None:
-        self.count += 1
-        now = time.monotonic()
-        if self.on and (now - self.last > 0.1 or self.count == self.total):
-            self.last = now
-            width = 30
-            filled = width * self.count // self.total
-            sys.stderr.write(f"\r{'█' * filled}{'·' * (width - filled)} {self.count}/{self.total} cases")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.on:
-            sys.stderr.write("\r" + " " * 60 + "\r")
-            sys.stderr.flush()
-
-
 def reuses_executions(suite: Suite, use_cache: bool = True) -> bool:
     """Whether this run may take executions from the cache.
 
@@ -182,8 +158,11 @@ def reuses_executions(suite: Suite, use_cache: bool = True) -> bool:
 
 
 def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_cache: bool = True,
-                  run_id: str | None = None) -> tuple[list[Execution | None], bool]:
+                  run_id: str | None = None, progress: Any = None) -> tuple[list[Execution | None], bool]:
     """Every case's execution, from the cache or the system. Returns (executions, interrupted).
+
+    :param progress: told ``start("cases", n)`` for the n cases sent to the system, ``step()`` as
+        each finishes, and ``close()`` (a terminal's progress line: outputs/terminal.py).
 
     Each cached execution carries the id of the run that recorded it; an opaque system's reused
     executions are counted by that run in ``caches["reused"]``.
@@ -204,7 +183,8 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
     caches["execution"] = [len(keys) - len(misses), len(misses)]
     if reused and getattr(system, "opaque", False):
         caches["reused"] = reused
-    progress = Progress(len(misses))
+    if progress is not None:
+        progress.start("cases", len(misses))
     writer = CacheWriter(store, "execution")
 
     def done(j: int, execution: Execution) -> None:
@@ -212,7 +192,8 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
         executions[i] = execution
         if execution.missing is None:
             writer.put(keys[i], {**execution.to_data(), "run": run_id})
-        progress.step()
+        if progress is not None:
+            progress.step()
 
     interrupted = False
     try:
@@ -220,6 +201,7 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        progress.close()
+        if progress is not None:
+            progress.close()
         writer.close()
     return executions, interrupted

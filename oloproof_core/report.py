@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .display import fixed
+from .display import cells_like, fixed
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -66,8 +66,9 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out += ["", f"Slices (exploratory, never gate; no interval below {min_slice_support} observed{unit})"]
         rows = []
         for slice_name, group, criterion, s in outcome.slices:
-            interval = s.cells[1] if s.observed >= min_slice_support else "—"
-            rows.append([f"{slice_name}={group}", criterion, s.cells[0], interval, s.cells[2]])
+            cells = cells_like(s, outcome.summaries[criterion].metric)
+            interval = cells[1] if s.observed >= min_slice_support else "—"
+            rows.append([f"{slice_name}={group}", criterion, cells[0], interval, cells[2]])
         out += table(["slice", "metric", "estimate", "interval", "counts"], rows)
     out.append("")
     out.append(cache_line(outcome.caches))
@@ -207,36 +208,6 @@ def printable(text: str) -> str:
     """``text`` with terminal control characters (C0 but tab, DEL, C1) escaped: a stored output or a
     judge's rationale may carry escape sequences that would move the cursor or recolour the terminal."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def render_case(record: dict) -> list[str]:
-    """What ``inspect --case`` prints, every stored text made printable."""
-    return [printable(line) for line in _case_lines(record)]
-
-
-def _case_lines(record: dict) -> list[str]:
-    case = record["case"]
-    out = [record["id"], f"  input: {json.dumps(case['input'], ensure_ascii=False)}",
-           f"  expected: {json.dumps(case['expected'], ensure_ascii=False)}"]
-    if case.get("metadata"):
-        out.append(f"  metadata: {json.dumps(case['metadata'], ensure_ascii=False)}")
-    if "missing" in record:
-        out.append(f"  missing: {record['missing']}")
-    else:
-        out.append(f"  output: {json.dumps(record['output'], ensure_ascii=False)}")
-    for kind, items in record.get("artifacts", {}).items():
-        for item in items:
-            out.append(f"  {kind}: {json.dumps(item, ensure_ascii=False, sort_keys=True)}")
-    out.append("  judgments:")
-    for name, j in record["judgments"].items():
-        out.append(f"    {name}: {judgment_word(j)}" + (f" ({j['reason']})" if j.get("reason") and j["status"]
-                                                         in ("pass", "fail") else ""))
-        detail = j.get("detail") or {}
-        if detail.get("rationale"):
-            out.append(f"      rationale: {detail['rationale']}")
-        if detail.get("raw") is not None:
-            out.append(f"      raw reply: {short_json(detail['raw'])}")
-    return out
 
 
 def render_validation(record: dict, spec: Any) -> list[str]:

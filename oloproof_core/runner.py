@@ -66,9 +66,14 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
 
 
 def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
-                            concurrency: int, use_cache: bool = True) -> tuple[list[dict], dict, bool]:
+                            concurrency: int, use_cache: bool = True,
+                            progress: Any = None) -> tuple[list[dict], dict, bool]:
     """:func:`judge`, but Ctrl-C stops judging and returns what was judged: the judgments not
-    made are missing (``interrupted``), and the third value says so."""
+    made are missing (``interrupted``), and the third value says so.
+
+    :param progress: told ``start("judgments", n)`` for the judgments not in the cache, ``step(judge_call)``
+        as each is made (``judge_call``: an LLM judge's), and ``close()``.
+    """
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
     for i, (case, execution) in enumerate(pairs):
@@ -117,6 +122,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         judgments[i][criterion] = judgment
         if judgment.status != "missing":
             writer.put(key, judgment.to_data())
+        if progress is not None:
+            progress.step(judge_call=getattr(spec.evaluator, "judge", False) is True)
         spent = judgment.detail.get("usage") if judgment.detail else None
         if spent:
             total = usage.setdefault(criterion, {"calls": 0})
@@ -126,6 +133,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
                     total[name] = total.get(name, 0) + value
 
     interrupted = False
+    if progress is not None:
+        progress.start("judgments", len(pending))
     try:
         for item in fast:
             keep(item, evaluate(item))
@@ -142,6 +151,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         for i, spec, _ in pending:
             judgments[i].setdefault(spec.evaluator.criterion, Judgment.missing("interrupted"))
     finally:
+        if progress is not None:
+            progress.close()
         writer.close()
     figures: dict = {"judgment": [len(todo) - len(pending), len(pending)]}
     if usage:
@@ -150,11 +161,11 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
 
 
 def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict,
-                use_cache: bool = True) -> tuple[list[dict], bool]:
+                use_cache: bool = True, progress: Any = None) -> tuple[list[dict], bool]:
     """The judgments of a run's cases, and whether Ctrl-C stopped the judging; the cache figures
     go into ``caches``."""
     judgments, figures, interrupted = judge_until_interrupted(list(zip(suite.cases, executions)), suite.evaluators,
-                                                              store, suite.concurrency, use_cache)
+                                                              store, suite.concurrency, use_cache, progress)
     caches.update(figures)
     return judgments, interrupted
 
@@ -178,23 +189,28 @@ def summarize(suite: Suite, results: list[CaseResult], confidence: float,
             key = result.slices.get(slice_.name)
             if key is not None:
                 groups.setdefault(key, []).append(result)
+        shown = suite.slice_criteria.get(slice_.name)  # None: every criterion
         for key in sorted(groups):
             members = groups[key]
             for spec in suite.evaluators:
                 criterion = spec.evaluator.criterion
+                if shown is not None and criterion not in shown:
+                    continue
                 summary = metrics[criterion].summarize([r.judgments[criterion] for r in members], confidence)
                 rows.append((slice_.name, key, criterion, summary))
     return summaries, rows
 
 
 def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True,
-              sequential: Any = None, selection: dict | None = None) -> RunOutcome:
+              sequential: Any = None, selection: dict | None = None, progress: Any = None) -> RunOutcome:
     """Execute, judge, summarise, decide and store one run.
 
     :param use_cache: False re-executes and re-judges every case (the caches are still written).
     :param sequential: a :class:`~oloproof_core.sequential.Sequential`: run the cases in its seeded
         order, batch by batch, until the gate is decided, with anytime-valid intervals.
     :param selection: the record of the subset ``suite.cases`` holds (selection.py), kept in the header.
+    :param progress: what is told of the cases and judgments as they finish (``oloproof run`` on
+        a terminal: outputs/terminal.py's ``Progress``); None: nothing is.
     """
     run_id = new_run_id()
     system = suite.system
@@ -214,14 +230,14 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
               if getattr(s.evaluator, "judge", False) is True}
     cases, metrics, not_run = list(suite.cases), suite.metrics, 0
     if sequential is None:
-        executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache, run_id)
-        judgments, stopped = judge_cases(suite, store, executions, caches, use_cache)
+        executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache, run_id, progress)
+        judgments, stopped = judge_cases(suite, store, executions, caches, use_cache, progress)
         interrupted = interrupted or stopped
     else:  # batch by batch until the gate is decided (sequential.py)
         def decide(by_criterion: dict, anytime: dict, left: int) -> list[Decision]:
             return decide_policy(suite.policy, by_criterion, anytime, confidence, judges, store, left)
 
-        step = sequential.run(suite, plugins, store, caches, use_cache, decide, run_id)
+        step = sequential.run(suite, plugins, store, caches, use_cache, decide, run_id, progress)
         cases, metrics = [suite.cases[i] for i in step.indices], step.metrics
         executions, judgments, interrupted = step.executions, step.judgments, step.interrupted
         not_run = len(suite.cases) - len(cases)
@@ -252,6 +268,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         state = ("DECIDED" if suite.policy is not None else "UNGATED") + ("/SEQUENTIAL" if sequential else "/COMPLETE")
     header["state"] = state
     header["slices"] = [s.name for s in suite.slices]
+    if suite.slice_criteria:
+        header["slice_criteria"] = {name: list(shown) for name, shown in suite.slice_criteria.items()}
     header["min_slice_support"] = suite.min_slice_support
     header["relevance_unit"] = suite.relevance_unit  # what every position of this run counts
     header["confidence_level"] = confidence

@@ -102,7 +102,7 @@ class Sequential:
         return [int(i) for i in np.random.default_rng(self.seed).permutation(total)]
 
     def run(self, suite: Any, plugins: Any, store: Any, caches: dict, use_cache: bool,
-            decide: Any, run_id: str | None = None) -> Step:
+            decide: Any, run_id: str | None = None, progress: Any = None) -> Step:
         """Execute and judge batch by batch until ``decide(judgments_of, not_run)`` settles the gate.
 
         :param decide: (criterion -> judgments of the cases run, cases not run) -> decisions, with
@@ -119,8 +119,8 @@ class Sequential:
             batch = order[start:start + self.batch]
             part = attrs.evolve(suite, cases=tuple(suite.cases[i] for i in batch))
             figures: dict = {}
-            batch_executions, interrupted = execute_cases(part, plugins, store, figures, use_cache, run_id)
-            batch_judgments, stopped = judge_cases(part, store, batch_executions, figures, use_cache)
+            batch_executions, interrupted = execute_cases(part, plugins, store, figures, use_cache, run_id, progress)
+            batch_judgments, stopped = judge_cases(part, store, batch_executions, figures, use_cache, progress)
             interrupted = interrupted or stopped
             _merge(caches, figures)
             done += batch

@@ -33,7 +33,8 @@ class Skeleton:
     system: dict
     cases: Any = "cases.jsonl"  # a file, {path: FILE, format: csv}, or {hf: NAME, split: test}; cases.py
     evaluators: list[dict] = field(factory=list)
-    slices: list[str] = field(factory=list)
+    # a slice name, or {slice: NAME, metrics: [criterion, ...]} to show only those criteria
+    slices: list[str | dict] = field(factory=list)
     min_slice_support: int = 10
     # doc or chunk; None: the one the evaluators name, else doc
     relevance_unit: str | None = field(default=None, validator=lambda i, a, v: v is None or one_of(UNITS)(i, a, v))
@@ -72,6 +73,8 @@ class Suite:
     # auto: reuse cached executions of a system whose code is fingerprinted, re-contact an opaque
     # one (an HTTP service); reuse: reuse them for any system; refresh: re-execute every case
     executions: str = "auto"
+    # slice name -> the criteria its rows show (`{slice: ..., metrics: [...]}`); absent: every one
+    slice_criteria: dict = field(factory=dict)
 
 
 def _options(doc: Document, entry: Any, data: dict, path: tuple, what: str) -> Any:
@@ -178,8 +181,9 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
             for case in cases:
                 exclude(case)
 
-    slices = []
+    slices, slice_criteria = [], {}
     for i, spec in enumerate(skeleton.slices):
+        spec, only = slice_spec(doc, spec, i, metrics)
         head, _, argument = spec.partition(".")
         entry = plugins.slices.get(head, where=doc.where(("slices", i)))
         try:
@@ -190,6 +194,8 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         except ConfigError as exc:
             raise ConfigError(exc.problem, where=exc.where or doc.where(("slices", i)), fix=exc.fix) from None
         slices.append(slice_)
+        if only is not None:
+            slice_criteria[slice_.name] = only
 
     policy = None
     if skeleton.policy is not None:
@@ -210,7 +216,35 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                  cases=cases, evaluators=tuple(evaluators), metrics=metrics, slices=tuple(slices),
                  min_slice_support=skeleton.min_slice_support, policy=policy,
                  concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
-                 executions=executions, relevance_unit=unit)
+                 executions=executions, relevance_unit=unit, slice_criteria=slice_criteria)
+
+
+def slice_spec(doc: Document, spec: Any, i: int, criteria: dict) -> tuple[str, tuple[str, ...] | None]:
+    """A ``slices:`` entry as (slice, the criteria its rows show, or None for every criterion):
+    ``metadata.topic``, or ``{slice: relevant_position, metrics: [answer_correct]}``."""
+    if isinstance(spec, str):
+        return spec, None
+    where = ("slices", i)
+    fix = "write {slice: relevant_position, metrics: [answer_correct]}, or the slice's name alone"
+    if not isinstance(spec, dict):
+        raise ConfigError(f"expected a slice name or {{slice, metrics}}, got {spec!r}", where=doc.where(where), fix=fix)
+    for key in spec:
+        if key not in ("slice", "metrics"):
+            close = difflib.get_close_matches(str(key), ("slice", "metrics"), n=1)
+            raise ConfigError(f"unknown key {key!r}", where=doc.where(where + (key,)),
+                              fix=f"did you mean {close[0]!r}?" if close else fix)
+    name, only = spec.get("slice"), spec.get("metrics")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"slice must be a slice's name, got {name!r}", where=doc.where(where), fix=fix)
+    if not isinstance(only, list) or not only:
+        raise ConfigError(f"metrics must be a non-empty list of criteria, got {only!r}",
+                          where=doc.where(where + (("metrics",) if "metrics" in spec else ())), fix=fix)
+    for j, criterion in enumerate(only):
+        if criterion not in criteria:
+            close = difflib.get_close_matches(str(criterion), list(criteria), n=1)
+            raise ConfigError(f"no criterion {criterion!r} in this suite", where=doc.where(where + ("metrics", j)),
+                              fix=f"did you mean {close[0]!r}?" if close else f"use one of: {', '.join(criteria)}")
+    return name, tuple(dict.fromkeys(only))
 
 
 def _takes_unit(options: Any) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .model import Judgment
+from .relevance import context_names, unit_key
 
 STATUSES = ("passed", "failed", "missing", "excluded")
 PER_PAGE = 50
@@ -99,12 +100,21 @@ def metric_rows(document: dict) -> list[dict]:
     return rows
 
 
-def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: float) -> list[dict]:
+def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: float,
+               kinds: dict | None = None) -> list[dict]:
     """The slice table, summarised by the run's own metric plugins; ``supported`` is False below
-    ``min_slice_support`` observed cases (no interval is shown for those)."""
+    ``min_slice_support`` observed cases (no interval is shown for those).
+
+    :param kinds: criterion -> the metric its row of the run's metric table was printed as
+        (``mean``, ``proportion``): every group prints in that format.
+    """
+    from .display import cells_like
+
     support = header.get("min_slice_support", 10)
+    kinds = kinds or {}
     out = []
     for name in header.get("slices", []):
+        shown = (header.get("slice_criteria") or {}).get(name)  # None: every criterion
         groups: dict[str, list[dict]] = {}
         for record in records:
             group = (record.get("slices") or {}).get(name)
@@ -115,11 +125,14 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
             members = groups[group]
             cells = []
             for criterion, metric in metrics.items():
+                if shown is not None and criterion not in shown:
+                    continue
                 judgments = [Judgment.from_data(r["judgments"][criterion]) for r in members
                              if criterion in r.get("judgments", {})]
                 s = metric.summarize(judgments, confidence)
-                cells.append({"criterion": criterion, "estimate": s.cells[0], "interval": s.cells[1],
-                              "counts": s.cells[2], "value": s.value, "supported": s.observed >= support,
+                estimate, interval, counts = cells_like(s, kinds.get(criterion))
+                cells.append({"criterion": criterion, "estimate": estimate, "interval": interval,
+                              "counts": counts, "value": s.value, "supported": s.observed >= support,
                               "observed": s.observed})
             panel["groups"].append({"group": group, "cells": cells})
         out.append(panel)
@@ -143,7 +156,8 @@ def run_view(store: Any, records: Records, plugins: Any, run_id: str) -> dict:
     confidence = header.get("confidence_level", 0.95)
     return {"header": header, "summary": summary, "document": document, "confidence": confidence,
             "metrics": metric_rows(document),
-            "slices": slice_rows(header, rows, metrics, confidence),
+            "slices": slice_rows(header, rows, metrics, confidence,
+                                 {name: m.get("metric") for name, m in summary["metrics"].items()}),
             "min_slice_support": header.get("min_slice_support", 10),
             "criteria": list(header.get("evaluators", {})),
             "children": [h for h in store.list_runs() if h.get("parent") == run_id]}
@@ -184,16 +198,21 @@ def _relevance(case: dict) -> list[dict]:
     return [label for label in labels if isinstance(label, dict)] if isinstance(labels, list) else []
 
 
-def _relevant_mark(item: dict, labels: list[dict]) -> str:
-    """``chunk`` when a label names this chunk, ``doc`` when a label names its document only."""
-    for label in labels:
-        if label.get("doc_id") != item.get("doc_id"):
-            continue
-        if label.get("chunk_id") is None:
-            return "doc"
-        if label.get("chunk_id") == item.get("chunk_id"):
-            return "chunk"
-    return ""
+def _relevant_mark(item: dict, labels: list[dict], unit: str) -> str:
+    """Whether a passage is relevant at the run's relevance unit, and by what: ``chunk`` when a
+    label names its chunk (``relevance_unit: chunk``), ``doc`` when its document counts as one unit
+    (``relevance_unit: doc``, or a label without a chunk_id); empty when it is not relevant."""
+    whole = frozenset(str(label["doc_id"]) for label in labels if label.get("chunk_id") is None)
+    grades: dict[str, float] = {}
+    for label in labels:  # the labels were checked when the cases were read
+        key = unit_key(label, unit, whole)
+        grades[key] = max(grades.get(key, 0.0), float(label.get("grade", 1)))
+    if item.get("doc_id") is None:
+        return ""
+    key = unit_key(item, unit, whole)
+    if not grades.get(key):
+        return ""
+    return "chunk" if "#" in key else "doc"
 
 
 def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
@@ -204,6 +223,7 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
     record = found[0]
     case = record.get("case") or {}
     labels = _relevance(case)
+    unit = header.get("relevance_unit") or "doc"
     artifacts = record.get("artifacts") or {}
     retrieval = (artifacts.get("retrieval/v1") or [None])[-1]
     context = (artifacts.get("context/v1") or [None])[-1]
@@ -218,8 +238,8 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
             "not in context" if context else "")
         candidates.append({"rank": rank, "score": passage.get("score"), "doc_id": passage.get("doc_id"),
                            "chunk_id": passage.get("chunk_id"), "text": passage.get("text"),
-                           "relevant": _relevant_mark(passage, labels), "fate": fate})
-    in_context = {i.get("doc_id") for i in (context or {}).get("items", [])}
+                           "relevant": _relevant_mark(passage, labels, unit), "fate": fate})
+    in_context = context_names(context or {})  # as the citation_validity evaluator reads them
     citations = [{"id": c, "valid": c in in_context} for c in (cited or {}).get("ids", [])]
     used = sum(i.get("tokens") or 0 for i in (context or {}).get("items", []))
     diagnoses = []
@@ -233,7 +253,8 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
                                   "intervention": diagnosis.get("label") or diagnosis.get("intervention"),
                                   "children": diagnosis.get("children", [])})
     return {"run": header, "record": record, "case": case, "judgments": record.get("judgments", {}),
-            "candidates": candidates, "context": context, "tokens_used": used, "citations": citations,
+            "relevance_unit": unit, "retrieval": retrieval, "candidates": candidates, "context": context,
+            "tokens_used": used, "citations": citations,
             "labels": labels, "diagnoses": diagnoses, "other_artifacts": {
                 k: v for k, v in artifacts.items() if k not in ("retrieval/v1", "context/v1", "citations/v1")}}
 
