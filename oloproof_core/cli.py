@@ -124,11 +124,13 @@ def cli() -> None:
               help="With --until-decided: the seed of the case order (default: the policy's, else 0).")
 @click.option("--batch", type=int, default=None, metavar="N",
               help="With --until-decided: cases run between two looks (default: the policy's, else 10).")
+@click.option("--trials", type=int, default=None, metavar="N",
+              help="Execute every case N times (over the suite's trials:); cached trials are reused.")
 @output_options
 @store_option
 def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
-        seed: int | None, batch: int | None, junit: str | None, junit_cases: bool, json_file: str | None,
-        markdown: str | None, store_spec: str | None) -> None:
+        seed: int | None, batch: int | None, trials: int | None, junit: str | None, junit_cases: bool,
+        json_file: str | None, markdown: str | None, store_spec: str | None) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
@@ -142,7 +144,7 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     doc, skeleton = project.skeleton()
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache,
-                       executions=executions)
+                       executions=executions, trials=trials)
     sequential = plan(suite, until_decided, seed, batch)
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache, sequential=sequential)
     _echo(render_run(outcome, suite.min_slice_support))

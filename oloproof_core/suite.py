@@ -15,11 +15,12 @@ from .config import CONVERTER, Document, load_cases, structure, yaml_path
 from .errors import ConfigError
 from .identity import canonical, digest
 from .gate import Policy, load_policy
-from .model import Case, Evaluator, Slice, StageCache, System, SystemContext
+from .model import Case, Evaluator, Slice, StageCache, System, SystemContext, select
 from .plugins import Plugins
 from .fingerprint import is_installed, reach_fingerprint
 from .recording import source_fingerprint
 from .relevance import UNITS, one_of
+from .units import PASS_ALL, Design, pass_all_name
 
 SYSTEM_KEYS = ("name", "version", "cache")
 EXECUTIONS = ("auto", "reuse", "refresh")  # system.cache: when cached executions are reused
@@ -40,6 +41,9 @@ class Skeleton:
     concurrency: int = 8
     store: dict = field(factory=lambda: {"type": "local"})
     disable_plugins: list[str] = field(factory=list)
+    trials: int = 1  # executions of every case; their verdicts are summarised per case (units.py)
+    cluster: str | None = None  # a case field path; cases sharing its value are one unit of analysis
+    max_cluster_size: int = 10  # a cluster of more cases than this is reported
 
 
 @frozen(kw_only=True)
@@ -71,6 +75,7 @@ class Suite:
     # auto: reuse cached executions of a system whose code is fingerprinted, re-contact an opaque
     # one (an HTTP service); reuse: reuse them for any system; refresh: re-execute every case
     executions: str = "auto"
+    design: Design = Design()  # trials and clusters (units.py); the default summarises every case once
 
 
 def _options(doc: Document, entry: Any, data: dict, path: tuple, what: str) -> Any:
@@ -115,10 +120,11 @@ def load_skeleton(config_path: Path) -> tuple[Document, Skeleton]:
 
 def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                skeleton: Skeleton | None = None, store: Any = None, use_cache: bool = True,
-               executions: str | None = None) -> Suite:
+               executions: str | None = None, trials: int | None = None) -> Suite:
     """Load and check everything a run needs, before anything runs or is stored.
 
     :param executions: ``reuse`` or ``refresh`` from the command line, over ``system.cache``.
+    :param trials: ``--trials N`` from the command line, over ``trials:``.
     """
     if doc is None or skeleton is None:
         doc, skeleton = load_skeleton(config_path)
@@ -190,9 +196,20 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
             raise ConfigError(exc.problem, where=exc.where or doc.where(("slices", i)), fix=exc.fix) from None
         slices.append(slice_)
 
+    design = load_design(doc, skeleton, cases, trials)
+    if design.trials > 1:  # pass^k of every pass/fail criterion, a criterion a policy may gate on
+        for criterion, metric in list(metrics.items()):
+            if getattr(metric, "pass_fail", False):
+                metrics[pass_all_name(criterion)] = plugins.metrics.get("proportion").factory()
+
     policy = None
     if skeleton.policy is not None:
         policy = load_policy(doc, skeleton.policy, project_dir, ("policy",))
+        for rule in policy.rules:
+            if rule.metric.endswith("." + PASS_ALL) and rule.metric not in metrics and design.trials == 1:
+                raise ConfigError(f"rule {rule.id!r} gates on {rule.metric}, which needs repeated trials",
+                                  where=policy.where.get(rule.id),
+                                  fix="add `trials: 5` to oloproof.yaml (or run with --trials 5)")
         policy.check_metrics(metrics)
 
     store = dict(skeleton.store)
@@ -209,7 +226,29 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                  cases=cases, evaluators=tuple(evaluators), metrics=metrics, slices=tuple(slices),
                  min_slice_support=skeleton.min_slice_support, policy=policy,
                  concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
-                 executions=executions, relevance_unit=unit)
+                 executions=executions, relevance_unit=unit, design=design)
+
+
+def load_design(doc: Document, skeleton: Skeleton, cases: tuple[Case, ...], trials: int | None) -> Design:
+    """``trials:`` (or ``--trials``), ``cluster:`` and ``max_cluster_size:``, checked."""
+    count = skeleton.trials if trials is None else trials
+    if count < 1:
+        where = doc.where(("trials",)) if trials is None else "--trials"
+        raise ConfigError(f"trials must be at least 1, got {count}", where=where,
+                          fix="write trials: 5 (each case runs five times), or leave it out for one")
+    if skeleton.max_cluster_size < 1:
+        raise ConfigError(f"max_cluster_size must be at least 1, got {skeleton.max_cluster_size}",
+                          where=doc.where(("max_cluster_size",)), fix="write max_cluster_size: 10")
+    path = skeleton.cluster
+    if path is not None:
+        if not path or not all(path.split(".")):
+            raise ConfigError(f"cluster must be a case field path, got {path!r}", where=doc.where(("cluster",)),
+                              fix="write cluster: metadata.source")
+        if cases and all(select(case.to_data(), path) is None for case in cases):
+            raise ConfigError(f"no case has a value at {path}, so no two cases would share a cluster",
+                              where=doc.where(("cluster",)),
+                              fix="name a field the cases have (metadata.source, input.document), or remove cluster:")
+    return Design(trials=count, cluster=path, max_cluster_size=skeleton.max_cluster_size)
 
 
 def _takes_unit(options: Any) -> bool:
