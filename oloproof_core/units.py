@@ -146,7 +146,8 @@ class UnitMetric:
             cells = (display.percent(mean), display.percent_bounds(low, high), counts)
         else:
             cells = display.mean_cells(mean, n, low, high, missing, excluded)[:2] + (counts,)
-        return Summary(metric=self.name, value=mean, low=low, high=high, observed=n, missing=missing,
+        # not a plain proportion: its value is a mean of unit fractions, with no count of successes
+        return Summary(metric=f"{self.name}/units", value=mean, low=low, high=high, observed=n, missing=missing,
                        excluded=excluded, cells=cells)
 
     def counts(self, judgments: Sequence[Judgment], n: int, missing: int, excluded: int) -> str:

@@ -1,0 +1,229 @@
+"""Repeated trials and clustered cases through the command line, on the seeded nondeterministic
+example (examples/flaky_rag, SEED = 16) and on small projects whose numbers are computed here
+independently (plain loops and scipy, not the engine's functions)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import case, olo
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flaky_rag"
+
+
+def rows(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip().strip("│").split("│")] for line in text.splitlines()
+            if line.startswith("│")]
+
+
+def row(text: str, name: str) -> list[str]:
+    return next(r for r in rows(text) if r[0] == name)
+
+
+def stored(root: Path, run_id: str) -> tuple[dict, dict, list[dict]]:
+    with sqlite3.connect(root / ".oloproof" / "store.db") as con:
+        header, summary = con.execute("SELECT header, summary FROM runs WHERE id = ?", (run_id,)).fetchone()
+        records = [json.loads(r[0]) for r in con.execute("SELECT record FROM run_cases WHERE run_id = ? ORDER BY idx",
+                                                           (run_id,))]
+    return json.loads(header), json.loads(summary), records
+
+
+def run_id(result) -> str:
+    return result.out.splitlines()[0].split()[1]
+
+
+def betting_reference(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The betting interval of docs/statistics.md, computed independently: a plain loop over the
+    values for the capital, scipy's brentq for the roots."""
+    import math
+
+    from scipy.optimize import brentq
+
+    alpha, bets = 1 - confidence, [d / 20 for d in range(1, 20)]
+
+    def log_capital(m: float, up: bool) -> float:
+        total = 0.0
+        for u in bets:
+            log_product = 0.0
+            for y in values:
+                log_product += math.log(1 + (u / m) * (y - m)) if up else math.log(1 - (u / (1 - m)) * (y - m))
+            total += math.exp(log_product)
+        return math.log(total / len(bets)) - math.log(2 / alpha)
+
+    mean = sum(values) / len(values)
+    low = brentq(log_capital, 1e-12, mean, args=(True,), xtol=1e-13) if log_capital(1e-12, True) > 0 else 0.0
+    high = brentq(log_capital, mean, 1 - 1e-12, args=(False,), xtol=1e-13) if log_capital(1 - 1e-12, False) > 0 else 1.0
+    return low, high
+
+
+def outward(low: float, high: float) -> str:
+    import math
+
+    return f"[{math.floor(1000 * low + 1e-6) / 10:.1f}%, {math.ceil(1000 * high - 1e-6) / 10:.1f}%]"
+
+
+@pytest.fixture(scope="module")
+def flaky(tmp_path_factory) -> dict:
+    """The example run with 3 trials, then 5 (the example's own setting), then clustered."""
+    root = tmp_path_factory.mktemp("flaky") / "flaky_rag"
+    shutil.copytree(EXAMPLE, root)
+    three = olo("run", "--trials", "3", cwd=root)
+    five = olo("run", cwd=root)
+    again = olo("run", cwd=root)
+    clustered = olo("run", "--config", "clustered.yaml", cwd=root)
+    return {"root": root, "three": three, "five": five, "again": again, "clustered": clustered}
+
+
+def test_trials_print_the_instability_line_and_pass_all_k(flaky):
+    five = flaky["five"]
+    assert five.code in (0, 1, 3), five
+    header, summary, records = stored(flaky["root"], run_id(five))
+    assert header["design"]["trials"] == 5
+    # every trial's execution and judgments are stored
+    assert all(len(r["trials"]) == 5 for r in records)
+    verdicts = {r["id"]: [t["judgments"]["answer_correct"]["status"] for t in r["trials"]] for r in records}
+    unstable = sum(1 for v in verdicts.values() if len(set(v)) > 1)
+    n = len(records)
+    assert 0 < unstable < n  # the seeded system is nondeterministic on some cases, steady on others
+    from scipy.stats import beta
+
+    low = beta.ppf(0.025, unstable, n - unstable + 1)
+    high = beta.ppf(0.975, unstable + 1, n - unstable)
+    share = f"{round(1000 * unstable / n) / 10:.1f}%"
+    assert (f"Unstable: {unstable} of {n} cases changed verdict across 5 trials (answer_correct): "
+            f"{share} {outward(low, high)} at 95%") in five.out.splitlines()
+    # pass_all_k: a case passes only if every trial passed, with the exact interval over cases
+    passing = sum(1 for v in verdicts.values() if set(v) == {"pass"})
+    assert row(five.out, "answer_correct.pass_all_k")[3] == f"{passing} / {n} observed · 0 missing · 0 excluded"
+    # the criterion is the mean over cases of each case's pass fraction, with the betting interval
+    fractions = [sum(s == "pass" for s in v) / 5 for v in verdicts.values()]
+    estimate, interval, counts = row(five.out, "answer_correct")[1:]
+    assert counts == f"mean of {n} cases × 5 trials · 0 missing · 0 excluded"
+    assert interval == outward(*betting_reference(fractions))
+    assert estimate == f"{round(1000 * sum(fractions) / n) / 10:.1f}%"
+
+
+def test_a_policy_gates_on_pass_all_k(flaky):
+    five = flaky["five"]
+    decided = {r[0]: r[2] for r in rows(five.out) if r[0] in ("answer-floor", "reliable-answers")}
+    assert set(decided) == {"answer-floor", "reliable-answers"}
+    _, summary, _ = stored(flaky["root"], run_id(five))
+    assert {d["metric"] for d in summary["decisions"]} == {"answer_correct", "answer_correct.pass_all_k"}
+
+
+def test_the_cache_keeps_each_trial_apart_and_reuses_them(flaky):
+    three, five, again = flaky["three"], flaky["five"], flaky["again"]
+    assert "Cache: execution 0 hit/75 miss" in three.out, three
+    assert "Cache: execution 75 hit/50 miss" in five.out, five  # --trials 5 after 3: only 2 more a case
+    assert "Cache: execution 125 hit/0 miss" in again.out, again
+    same = lambda out: out.split("\n", 1)[1].split("Cache:")[0]  # noqa: E731
+    assert same(again.out) == same(five.out)  # the same numbers from the cache
+
+
+def test_without_trials_the_first_trial_keeps_the_cache_key(flaky):
+    # the clustered suite runs each case once: its executions are the trial runs' first trials
+    assert "Cache: execution 25 hit/0 miss" in flaky["clustered"].out, flaky["clustered"]
+
+
+def test_a_clustered_interval_is_computed_over_clusters(flaky):
+    out = flaky["clustered"].out
+    _, summary, records = stored(flaky["root"], run_id(flaky["clustered"]))
+    clusters: dict[str, list[float]] = {}
+    for r in records:
+        clusters.setdefault(r["case"]["metadata"]["source"], []).append(r["judgments"]["answer_correct"]["value"])
+        assert r["cluster"] == r["case"]["metadata"]["source"]
+    means = [sum(v) / len(v) for v in clusters.values()]
+    estimate, interval, counts = row(out, "answer_correct")[1:]
+    assert counts == f"25 cases in {len(clusters)} clusters · 0 clusters missing · 0 excluded"
+    assert interval == outward(*betting_reference(means))
+    assert estimate == f"{round(1000 * sum(means) / len(means)) / 10:.1f}%"
+    assert f"Clusters: 25 cases in {len(clusters)} clusters by metadata.source; every estimate and interval is " \
+           "over cluster means" in out
+    assert "Large clusters: 1 of 8 hold more than 3 cases: kb-refunds (4)" in out
+    assert summary["clusters"]["large"] == [{"cluster": "kb-refunds", "cases": 4}]
+    # the naive interval over 25 independent cases would be narrower; the gate reads the clustered one
+    assert "INSUFFICIENT_EVIDENCE" in row(out, "answer-floor")
+
+
+CLUSTERED = """
+cluster: metadata.doc
+slices: [metadata.topic]
+min_slice_support: 1
+policy:
+  version: 1
+  confidence_level: 0.95
+  block_on: [FAIL, INSUFFICIENT_EVIDENCE, MANUAL_REVIEW]
+  rules:
+    - {id: floor, metric: answer_correct, min: %s}
+"""
+
+
+def clustered_cases() -> list[dict]:
+    """Twelve cases in four documents; documents d0 and d1 pass, d2 half, d3 fails."""
+    out = []
+    for i in range(12):
+        doc = i // 3
+        ok = doc in (0, 1) or (doc == 2 and i % 3 == 0)
+        c = case(i, ok=ok)
+        c["metadata"] = {"doc": f"d{doc}", "topic": "a" if doc < 2 else "b"}
+        out.append(c)
+    return out
+
+
+def test_the_gate_and_the_slices_honour_clusters(project):
+    project.cases(clustered_cases())
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + CLUSTERED % "0.10")
+    result = project.run("run")
+    means = [1.0, 1.0, 1 / 3, 0.0]
+    assert row(result.out, "answer_correct")[2] == outward(*betting_reference(means))
+    assert row(result.out, "answer_correct")[3] == "12 cases in 4 clusters · 0 clusters missing · 0 excluded"
+    # four clusters cannot show 10% with confidence, whereas 7 passes of 12 independent cases would
+    assert "INSUFFICIENT_EVIDENCE" in row(result.out, "floor"), result
+    slice_a = next(r for r in rows(result.out) if r[0] == "metadata.topic=a")
+    assert slice_a[4] == "6 cases in 2 clusters · 0 clusters missing · 0 excluded"
+    slice_b = next(r for r in rows(result.out) if r[0] == "metadata.topic=b")
+    assert slice_b[2] == "16.7%"  # the mean of the two cluster means 1/3 and 0
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("trials: 0", "trials must be at least 1, got 0"),
+    ("cluster: metadata.nowhere", "no case has a value at metadata.nowhere"),
+    ("max_cluster_size: 0\ncluster: metadata.doc", "max_cluster_size must be at least 1"),
+])
+def test_bad_settings_are_one_line_errors(project, setting, message):
+    project.cases(clustered_cases())
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + setting + "\n")
+    result = project.run("run")
+    assert result.code == 2, result
+    assert message in result.err and "oloproof.yaml:" in result.err
+    assert project.runs() == []
+
+
+def test_pass_all_k_needs_trials(project):
+    project.cases(clustered_cases())
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + (CLUSTERED % "0.1").replace(
+        "metric: answer_correct", "metric: answer_correct.pass_all_k"))
+    result = project.run("run")
+    assert result.code == 2 and "needs repeated trials" in result.err and "trials: 5" in result.err, result
+    assert project.run("run", "--trials", "2").code in (0, 3)
+
+
+def test_trials_and_a_sequential_run_are_refused_together(project):
+    project.cases(clustered_cases())
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + CLUSTERED % "0.1")
+    result = project.run("run", "--until-decided")
+    assert result.code == 2 and "sets trials or cluster" in result.err, result
+
+
+def test_without_trials_or_cluster_nothing_changes(project):
+    project.cases([case(i, ok=i < 9) for i in range(13)])
+    result = project.run("run")
+    assert row(result.out, "answer_correct")[1:] == ["69.2%", "[38.5%, 91.0%]",
+                                                     "9 / 13 observed · 0 missing · 0 excluded"]
+    assert "Unstable" not in result.out and "Trials:" not in result.out and "Clusters" not in result.out
+    header, summary, records = stored(project.root, run_id(result))
+    assert "design" not in header and "trials" not in records[0] and "cluster" not in records[0]
