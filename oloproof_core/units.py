@@ -215,3 +215,56 @@ def clusters_record(keys: Sequence[str | None], limit: int) -> dict:
     sizes = cluster_sizes(keys)
     return {"cases": len(keys), "clusters": len(sizes), "limit": limit,
             "large": [{"cluster": key, "cases": n} for key, n in sizes.items() if n > limit]}
+
+
+def planning_total(differences: Sequence[float], margin: float, confidence: float,
+                   limit: int = 100_000) -> int | None:
+    """The smallest number of paired units that would decide a rule with boundary ``-margin`` if
+    the observed differences held: each distinct difference keeps its share of the total (counts
+    scaled and rounded half up, as :func:`stats.planning_total` scales discordant pairs).
+
+    For a total N the lower bound exceeds ``-margin`` exactly when the upward capital at
+    m0 = (1 - margin)/2 exceeds 2/α (likewise the upper bound), so each N costs two capital
+    evaluations over the few distinct differences; the first hit is confirmed with the interval.
+
+    :param differences: the observed paired differences, each in [-1, 1].
+    With differences of -1, 0 and +1 only, mostly 0, it is :func:`stats.planning_total`.
+
+    :return: the total, or None when nothing up to ``limit`` decides it.
+    """
+    import math
+
+    import numpy as np
+
+    if not -1.0 < margin < 1.0:
+        raise ValueError(f"margin must be a fraction in (-1, 1), got {margin!r}")
+    alpha = 1.0 - confidence
+    data = np.asarray(differences, dtype=float)
+    n = data.size
+    levels, counts = np.unique(np.clip((data + 1.0) / 2.0, 0.0, 1.0), return_counts=True)
+    top = int(np.argmax(counts))
+    threshold, m0 = math.log(2.0 / alpha), (1.0 - margin) / 2.0
+    log_up = np.log1p(np.multiply.outer(stats.BETS / m0, levels - m0))
+    log_down = np.log1p(np.multiply.outer(-stats.BETS / (1.0 - m0), levels - m0))
+
+    def decided(log_factors: np.ndarray, grouped: np.ndarray) -> np.ndarray:
+        products = log_factors @ grouped
+        top = products.max(axis=0)
+        return top + np.log(np.exp(products - top).sum(axis=0)) - math.log(len(stats.BETS)) > threshold
+
+    start, chunk = n + 1, 1024
+    while start <= limit:
+        totals = np.arange(start, min(start + chunk, limit + 1), dtype=np.int64)
+        grouped = np.floor(np.multiply.outer(counts, totals) / n + 0.5)
+        # the most frequent difference takes the remainder, so the counts add up to the total
+        grouped[top] = 0
+        grouped[top] = np.maximum(totals - grouped.sum(axis=0), 0)
+        hits = decided(log_up, grouped) | decided(log_down, grouped)
+        for index in np.flatnonzero(hits):
+            values = np.repeat(2.0 * levels - 1.0, grouped[:, index].astype(np.int64))
+            low, high = stats.betting_interval(values, confidence, -1.0, 1.0)
+            if low > -margin or high < -margin:
+                return int(totals[index])
+        start += chunk
+        chunk = min(chunk * 4, 65_536)
+    return None

@@ -227,3 +227,66 @@ def test_without_trials_or_cluster_nothing_changes(project):
     assert "Unstable" not in result.out and "Trials:" not in result.out and "Clusters" not in result.out
     header, summary, records = stored(project.root, run_id(result))
     assert "design" not in header and "trials" not in records[0] and "cluster" not in records[0]
+
+
+def paired_reference(differences: list[float]) -> tuple[float, float]:
+    """The paired interval on [-1, 1]: the reference betting interval of (d + 1)/2, mapped back."""
+    low, high = betting_reference([(d + 1) / 2 for d in differences])
+    return 2 * low - 1, 2 * high - 1
+
+
+def points(low: float, high: float) -> str:
+    import math
+
+    return f"[{math.floor(1000 * low + 1e-6) / 10:+.1f}, {math.ceil(1000 * high - 1e-6) / 10:+.1f}]"
+
+
+def fractions_of(records: list[dict], criterion: str) -> dict[str, float]:
+    return {r["id"]: sum(t["judgments"][criterion]["status"] == "pass" for t in r["trials"]) / len(r["trials"])
+            for r in records}
+
+
+def test_compare_pairs_the_trial_means(flaky):
+    root = flaky["root"]
+    candidate = olo("run", "--config", "candidate.yaml", cwd=root)
+    assert candidate.code == 0, candidate
+    result = olo("compare", run_id(candidate), run_id(flaky["five"]), "--policy", "compare.yaml", cwd=root)
+    assert result.code in (0, 1, 3), result
+    cand = fractions_of(stored(root, run_id(candidate))[2], "answer_correct")
+    base = fractions_of(stored(root, run_id(flaky["five"]))[2], "answer_correct")
+    differences = [cand[i] - base[i] for i in cand]
+    assert any(0 < abs(d) < 1 for d in differences)  # graded differences, not only -1, 0, +1
+    line = next(x for x in result.out.splitlines() if x.startswith("answer_correct:"))
+    mean = sum(differences) / len(differences)
+    assert line == (f"answer_correct: {round(1000 * mean) / 10:+.1f} points {points(*paired_reference(differences))} "
+                    f"· 25 paired · 0 missing · 0 excluded")
+    assert "Pairs: cases; a case's value is its mean over its trials (5 in the candidate, 5 in the baseline)" \
+        in result.out
+    # the planning line scales the observed differences when the rule is undecided
+    if "INSUFFICIENT_EVIDENCE" in result.out:
+        assert "more paired cases would decide it, if the differences hold" in result.out
+
+
+def test_compare_aggregates_paired_differences_per_cluster(project):
+    project.cases(clustered_cases())
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "cluster: metadata.doc\n")
+    baseline = project.run("run")
+    flipped = clustered_cases()
+    for c in flipped:  # the candidate fixes d2 and breaks one case of d0
+        if c["metadata"]["doc"] == "d2" or c["id"] == "c000":
+            c["input"]["q"] = "nope" if c["id"] == "c000" else c["expected"]["answer"]
+    project.cases(flipped)
+    candidate = project.run("run")
+    project.write("compare.yaml", """
+        version: 1
+        rules:
+          - {id: not-worse, metric: answer_correct, kind: non-inferiority, margin: 5.0}
+    """)
+    result = project.run("compare", run_id(candidate), run_id(baseline), "--policy", "compare.yaml")
+    # clusters d0..d3: d0 loses one of three (-1/3), d2 gains two of three (+2/3), d1 and d3 unchanged
+    differences = [-1 / 3, 0.0, 2 / 3, 0.0]
+    line = next(x for x in result.out.splitlines() if x.startswith("answer_correct:"))
+    assert line == (f"answer_correct: +8.3 points {points(*paired_reference(differences))} · 4 paired clusters "
+                    "· 0 missing · 0 excluded"), result
+    assert "Pairs: cluster means by metadata.doc" in result.out
+    assert "more paired clusters would decide it, if the differences hold" in result.out

@@ -65,3 +65,36 @@ def test_the_full_tables_cover_and_are_the_documented_ones():
     for index, (cases, trials, a, b) in enumerate(units.TRIAL_POINTS):
         coverage = units.trial_row(index, cases, trials, a, b, 2000)["coverage"]
         assert min(coverage["shipped"], coverage["pass_all_k"], coverage["unstable"]) >= 0.95 - tol
+
+
+@pytest.mark.parametrize(("n", "b", "c", "margin"), [(15, 0, 1, 0.05), (15, 0, 1, 0.02), (20, 1, 3, 0.05),
+                                                      (40, 0, 4, 0.1)])
+def test_graded_planning_matches_the_discordant_planning_on_pass_fail_pairs(n, b, c, margin):
+    from oloproof_core import stats
+    from oloproof_core.units import planning_total
+
+    differences = [-1.0] * b + [1.0] * c + [0.0] * (n - b - c)
+    assert planning_total(differences, margin, 0.95) == stats.planning_total(b, c, n, margin, 0.95)
+
+
+def test_graded_planning_is_the_first_deciding_total():
+    """By brute force: at the total returned the scaled differences' interval clears the boundary,
+    and at no smaller total does it."""
+    import numpy as np
+
+    from oloproof_core.stats import betting_interval
+    from oloproof_core.units import planning_total
+
+    differences = [0.4, 0.2, 0.2, 0.0, 0.0, 0.0, -0.2, 0.6, 0.0, 0.2]
+    total = planning_total(differences, 0.05, 0.95)
+    levels, counts = np.unique(differences, return_counts=True)
+
+    def decides(total: int) -> bool:
+        scaled = np.floor(counts * total / len(differences) + 0.5)
+        top = int(np.argmax(counts))
+        scaled[top] = total - (scaled.sum() - scaled[top])
+        low, high = betting_interval(np.repeat(levels, scaled.astype(int)), 0.95, -1.0, 1.0)
+        return low > -0.05 or high < -0.05
+
+    assert total is not None and decides(total)
+    assert not any(decides(t) for t in range(len(differences) + 1, total))
