@@ -49,7 +49,7 @@ def test_the_targets_are_the_beta_moments():
     from scipy.stats import beta
 
     for a, b, k in ((2.0, 0.7, 5), (0.5, 0.5, 5), (4.0, 1.0, 3)):
-        reference = integrate.quad(lambda p: p**k * beta.pdf(p, a, b), 0, 1)[0]
+        reference = integrate.quad(lambda p, a=a, b=b, k=k: p**k * beta.pdf(p, a, b), 0, 1)[0]
         assert abs(units.beta_moment(a, b, k) - reference) < 1e-7
 
 
