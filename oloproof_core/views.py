@@ -102,6 +102,11 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
     """The slice table, summarised by the run's own metric plugins; ``supported`` is False below
     ``min_slice_support`` observed cases (no interval is shown for those)."""
     support = header.get("min_slice_support", 10)
+    design = header.get("design")
+    if design:  # a run with trials or clusters: over the same units as the run (units.py)
+        from .units import Design, unit_metrics
+
+        metrics = unit_metrics(metrics, Design(**design))
     out = []
     for name in header.get("slices", []):
         groups: dict[str, list[dict]] = {}
@@ -114,8 +119,12 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
             members = groups[group]
             cells = []
             for criterion, metric in metrics.items():
-                judgments = [Judgment.from_data(r["judgments"][criterion]) for r in members
-                             if criterion in r.get("judgments", {})]
+                judged = [r for r in members if criterion in r.get("judgments", {})]
+                judgments = [Judgment.from_data(r["judgments"][criterion]) for r in judged]
+                if design:
+                    from .units import group
+
+                    judgments = group(judgments, [r.get("cluster") for r in judged])
                 s = metric.summarize(judgments, confidence)
                 cells.append({"criterion": criterion, "estimate": s.cells[0], "interval": s.cells[1],
                               "counts": s.cells[2], "value": s.value, "supported": s.observed >= support,

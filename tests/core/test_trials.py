@@ -187,6 +187,11 @@ def test_the_gate_and_the_slices_honour_clusters(project):
     assert slice_a[4] == "6 cases in 2 clusters · 0 clusters missing · 0 excluded"
     slice_b = next(r for r in rows(result.out) if r[0] == "metadata.topic=b")
     assert slice_b[2] == "16.7%"  # the mean of the two cluster means 1/3 and 0
+    # the viewer and the HTML export summarise the slices over the same clusters
+    exported = project.run("export", run_id(result), "--html", "run.html")
+    assert exported.code == 0, exported
+    page = (project.root / "run.html").read_text(encoding="utf-8")
+    assert "6 cases in 2 clusters · 0 clusters missing · 0 excluded" in page
 
 
 @pytest.mark.parametrize(("setting", "message"), [
@@ -325,3 +330,23 @@ def test_diagnose_labels_unstable_cases_first_and_counts_recoveries_across_trial
     gold_run = children.split("gold context ")[1].split(",")[0]
     _, _, rows_ = stored(root, gold_run)
     assert sorted(r["id"] for r in rows_) == steady and all(len(r["trials"]) == 5 for r in rows_)
+
+
+def test_the_json_document_carries_the_units_and_matches_the_schema(flaky):
+    import jsonschema
+
+    from oloproof_core.outputs import schema as shipped
+
+    schema = shipped()
+    root = flaky["root"]
+    for key in ("five", "clustered"):
+        result = olo("inspect", run_id(flaky[key]), "--format", "json", cwd=root)
+        document = json.loads(result.out)
+        jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
+        units = document["units"]
+        if key == "five":
+            assert units["trials"] == 5 and units["cluster"] is None
+            found = {u["criterion"]: u for u in units["instability"]}
+            assert found["answer_correct"]["cases"] == 26 and found["answer_correct"]["method"] == "clopper-pearson"
+        else:
+            assert units["cluster"] == "metadata.source" and units["clusters"]["clusters"] == 8
