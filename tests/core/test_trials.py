@@ -78,6 +78,7 @@ def flaky(tmp_path_factory) -> dict:
     return {"root": root, "three": three, "five": five, "again": again, "clustered": clustered}
 
 
+@pytest.mark.slow  # shares the example runs of the `flaky` fixture (about 30 seconds)
 def test_trials_print_the_instability_line_and_pass_all_k(flaky):
     five = flaky["five"]
     assert five.code in (0, 1, 3), five
@@ -107,6 +108,7 @@ def test_trials_print_the_instability_line_and_pass_all_k(flaky):
     assert estimate == f"{round(1000 * sum(fractions) / n) / 10:.1f}%"
 
 
+@pytest.mark.slow  # shares the example runs of the `flaky` fixture (about 30 seconds)
 def test_a_policy_gates_on_pass_all_k(flaky):
     five = flaky["five"]
     decided = {r[0]: r[2] for r in rows(five.out) if r[0] in ("answer-floor", "reliable-answers")}
@@ -115,6 +117,7 @@ def test_a_policy_gates_on_pass_all_k(flaky):
     assert {d["metric"] for d in summary["decisions"]} == {"answer_correct", "answer_correct.pass_all_k"}
 
 
+@pytest.mark.slow  # shares the example runs of the `flaky` fixture (about 30 seconds)
 def test_the_cache_keeps_each_trial_apart_and_reuses_them(flaky):
     three, five, again = flaky["three"], flaky["five"], flaky["again"]
     assert "Cache: execution 0 hit/78 miss" in three.out, three
@@ -124,11 +127,13 @@ def test_the_cache_keeps_each_trial_apart_and_reuses_them(flaky):
     assert same(again.out) == same(five.out)  # the same numbers from the cache
 
 
+@pytest.mark.slow  # shares the example runs of the `flaky` fixture (about 30 seconds)
 def test_without_trials_the_first_trial_keeps_the_cache_key(flaky):
     # the clustered suite runs each case once: its executions are the trial runs' first trials
     assert "Cache: execution 26 hit/0 miss" in flaky["clustered"].out, flaky["clustered"]
 
 
+@pytest.mark.slow  # shares the example runs of the `flaky` fixture (about 30 seconds)
 def test_a_clustered_interval_is_computed_over_clusters(flaky):
     out = flaky["clustered"].out
     _, summary, records = stored(flaky["root"], run_id(flaky["clustered"]))
@@ -251,6 +256,7 @@ def fractions_of(records: list[dict], criterion: str) -> dict[str, float]:
             for r in records}
 
 
+@pytest.mark.slow  # shares the example runs of the `flaky` fixture (about 30 seconds)
 def test_compare_pairs_the_trial_means(flaky):
     root = flaky["root"]
     candidate = olo("run", "--config", "candidate.yaml", cwd=root)
@@ -297,6 +303,7 @@ def test_compare_aggregates_paired_differences_per_cluster(project):
     assert "more paired clusters would decide it, if the differences hold" in result.out
 
 
+@pytest.mark.slow  # shares the example runs of the `flaky` fixture (about 30 seconds)
 def test_diagnose_labels_unstable_cases_first_and_counts_recoveries_across_trials(flaky):
     root = flaky["root"]
     result = olo("diagnose", run_id(flaky["five"]), "--intervention", "gold-context", "--criterion",
@@ -332,6 +339,7 @@ def test_diagnose_labels_unstable_cases_first_and_counts_recoveries_across_trial
     assert sorted(r["id"] for r in rows_) == steady and all(len(r["trials"]) == 5 for r in rows_)
 
 
+@pytest.mark.slow  # shares the example runs of the `flaky` fixture (about 30 seconds)
 def test_the_json_document_carries_the_units_and_matches_the_schema(flaky):
     import jsonschema
 
