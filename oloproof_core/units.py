@@ -18,8 +18,10 @@ from typing import Any
 
 from attrs import frozen
 
-from . import display, stats
 from .model import Case, Judgment, Summary, select, tally
+
+# numpy and scipy (through stats and display) are imported inside the functions that use them, so
+# loading a suite stays cheap
 
 PASS_ALL = "pass_all_k"
 
@@ -132,9 +134,13 @@ class UnitMetric:
         self.pass_fail = getattr(inner, "pass_fail", False)
 
     def interval(self, values: Sequence[float], confidence: float) -> tuple[float, float]:
+        from . import stats
+
         return stats.betting_interval(values, confidence, 0.0, 1.0)
 
     def summarize(self, judgments: Sequence[Judgment], confidence: float) -> Summary:
+        from . import display
+
         values, missing, excluded = tally(judgments)
         n = len(values)
         mean = sum(values) / n if n else None
@@ -182,6 +188,8 @@ def instability(trials: Sequence[Sequence[Judgment]], keys: Sequence[str | None]
     failed. The interval is Clopper–Pearson over the cases, or, in a clustered run, the betting
     interval over the clusters' unstable fractions.
     """
+    from . import stats
+
     flags, flag_keys = [], []
     for js, key in zip(trials, keys):
         if js and all(j.status in ("pass", "fail") for j in js):
@@ -235,6 +243,8 @@ def planning_total(differences: Sequence[float], margin: float, confidence: floa
     import math
 
     import numpy as np
+
+    from . import stats
 
     if not -1.0 < margin < 1.0:
         raise ValueError(f"margin must be a fraction in (-1, 1), got {margin!r}")

@@ -358,3 +358,18 @@ def test_the_json_document_carries_the_units_and_matches_the_schema(flaky):
             assert found["answer_correct"]["cases"] == 26 and found["answer_correct"]["method"] == "clopper-pearson"
         else:
             assert units["cluster"] == "metadata.source" and units["clusters"]["clusters"] == 8
+
+
+def test_a_suite_runs_with_trials_from_python(project, monkeypatch):
+    import sys
+
+    import oloproof
+
+    project.cases([case(i, ok=i < 3) for i in range(4)])
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "app", raising=False)
+    outcome = oloproof.run(project.root / "oloproof.yaml", trials=2)
+    assert outcome.caches["execution"] == [0, 8]
+    assert [len(r.trials) for r in outcome.results] == [2, 2, 2, 2]
+    assert outcome.units["instability"]["answer_correct"]["unstable"] == 0  # a deterministic system
+    assert outcome.summaries["answer_correct.pass_all_k"].cells[2] == "3 / 4 observed · 0 missing · 0 excluded"
