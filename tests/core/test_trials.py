@@ -354,6 +354,10 @@ def test_the_json_document_carries_the_units_and_matches_the_schema(flaky):
         units = document["units"]
         if key == "five":
             assert units["trials"] == 5 and units["cluster"] is None
+            markdown = root / "five.md"
+            shown = olo("run", "--markdown", str(markdown), cwd=root)
+            unstable = next(x for x in shown.out.splitlines() if x.startswith("Unstable:"))
+            assert f"- {unstable}" in markdown.read_text(encoding="utf-8").splitlines()
             found = {u["criterion"]: u for u in units["instability"]}
             assert found["answer_correct"]["cases"] == 26 and found["answer_correct"]["method"] == "clopper-pearson"
         else:
