@@ -20,7 +20,7 @@ from .identity import digest
 from .model import Case, Execution, Judgment, Summary
 from .plugins import Plugins
 from .suite import Suite
-from .units import cluster_of, clusters_record, combine, group, instability, pass_all, pass_all_name, unit_metrics
+from .units import cluster_of, combine, derived_criteria, group, pass_all, pass_all_name, unit_figures, unit_metrics
 from .writer import CacheWriter
 
 @frozen(kw_only=True)
@@ -248,12 +248,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     if not design.plain:  # every criterion over units (cases with their trials, or clusters)
         metrics = unit_metrics(suite.metrics, design)
         header["design"] = design.record()
-        for criterion in suite.metrics:
-            if criterion not in header["evaluators"]:  # pass^k: derived from its criterion's judgments
-                of = criterion.rsplit(".", 1)[0]
-                header["evaluators"][criterion] = {"derived": "pass_all_k", "of": header["evaluators"][of],
-                                                   "trials": design.trials}
-                header["metrics"][criterion] = "proportion"
+        header["evaluators"], header["metrics"] = derived_criteria(header["evaluators"], header["metrics"],
+                                                                list(suite.metrics), design)
     if sequential is None and design.trials > 1:
         executions, judgments, trials, interrupted = run_trials(suite, plugins, store, caches, use_cache, run_id)
     elif sequential is None:
@@ -272,18 +268,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     results = [CaseResult(case=c, execution=e, judgments=j, trials=t, cluster=cluster_of(c, design.cluster),
                           slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
                for c, e, j, t in zip(cases, executions, judgments, trials)]
-    units: dict = {}
-    if design.trials > 1:
-        units["instability"] = {}
-        for criterion, metric in suite.metrics.items():
-            if getattr(metric, "pass_fail", False) and criterion in header["evaluators"] and \
-                    not header["evaluators"][criterion].get("derived"):
-                found = instability([[j[criterion] for _, j in r.trials] for r in results],
-                                    [r.cluster for r in results], confidence)
-                if found is not None:
-                    units["instability"][criterion] = found
-    if design.cluster is not None:
-        units["clusters"] = clusters_record([r.cluster for r in results], design.max_cluster_size)
+    units = unit_figures(design, suite.metrics, [[j for _, j in r.trials] for r in results],
+                         [r.cluster for r in results], confidence)
     stage_counts = getattr(system, "stage_counts", None)
     if stage_counts is not None:
         caches["stages"] = stage_counts()

@@ -209,6 +209,36 @@ def instability(trials: Sequence[Sequence[Judgment]], keys: Sequence[str | None]
             "method": method}
 
 
+def derived_criteria(evaluators: Mapping[str, Any], metrics: Mapping[str, str], criteria: Sequence[str],
+                     design: Design) -> tuple[dict, dict]:
+    """A run header's evaluators and metrics with the suite's pass^k ``criteria`` added: each is
+    derived from its criterion's identity, so compare and the viewer treat it as a criterion."""
+    evaluators, metrics = dict(evaluators), dict(metrics)
+    for derived in criteria:
+        if derived.endswith("." + PASS_ALL) and derived not in evaluators:
+            of = derived[:-len(PASS_ALL) - 1]
+            evaluators[derived] = {"derived": PASS_ALL, "of": evaluators[of], "trials": design.trials}
+            metrics[derived] = "proportion"
+    return evaluators, metrics
+
+
+def unit_figures(design: Design, metrics: Mapping[str, Any], trials: Sequence[Sequence[Mapping[str, Judgment]]],
+                 keys: Sequence[str | None], confidence: float) -> dict:
+    """What a run with trials or clusters adds to its summary: the ``instability`` of each pass/fail
+    criterion (``trials`` holds each case's judgments, trial by trial) and the ``clusters``."""
+    figures: dict = {}
+    if design.trials > 1:
+        figures["instability"] = {}
+        for criterion, metric in metrics.items():
+            if getattr(metric, "pass_fail", False) and not criterion.endswith("." + PASS_ALL):
+                found = instability([[j[criterion] for j in case] for case in trials], keys, confidence)
+                if found is not None:
+                    figures["instability"][criterion] = found
+    if design.cluster is not None:
+        figures["clusters"] = clusters_record(keys, design.max_cluster_size)
+    return figures
+
+
 def cluster_sizes(keys: Sequence[str | None]) -> dict[str, int]:
     """Cases per cluster, largest first."""
     sizes: dict[str, int] = {}
