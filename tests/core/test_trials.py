@@ -377,3 +377,25 @@ def test_a_suite_runs_with_trials_from_python(project, monkeypatch):
     assert [len(r.trials) for r in outcome.results] == [2, 2, 2, 2]
     assert outcome.units["instability"]["answer_correct"]["unstable"] == 0  # a deterministic system
     assert outcome.summaries["answer_correct.pass_all_k"].cells[2] == "3 / 4 observed · 0 missing · 0 excluded"
+
+
+def test_trials_and_clusters_together(project):
+    project.cases(clustered_cases())
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "cluster: metadata.doc\ntrials: 3\n")
+    result = project.run("run")
+    assert result.code == 0, result
+    assert row(result.out, "answer_correct")[3] == "12 cases × 3 trials in 4 clusters · 0 clusters missing · 0 excluded"
+    assert row(result.out, "answer_correct.pass_all_k")[3] == ("12 cases × 3 trials in 4 clusters · 0 clusters "
+                                                               "missing · 0 excluded")
+    assert row(result.out, "answer_correct")[2] == outward(*betting_reference([1.0, 1.0, 1 / 3, 0.0]))
+    header, summary, _ = stored(project.root, run_id(result))
+    assert summary["instability"]["answer_correct"]["method"] == "betting over clusters"
+    assert "Unstable: 0 of 12 cases changed verdict across 3 trials (answer_correct)" in result.out
+    assert "Cache: execution 0 hit/36 miss" in result.out
+
+
+def test_a_bad_trials_option_is_a_one_line_error(project):
+    project.cases(clustered_cases())
+    result = project.run("run", "--trials", "0")
+    assert result.code == 2 and "--trials: trials must be at least 1, got 0" in result.err, result
+    assert project.runs() == []
