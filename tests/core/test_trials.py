@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import case, olo
+from test_cli_run import POLICY
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flaky_rag"
 
@@ -154,17 +155,7 @@ def test_a_clustered_interval_is_computed_over_clusters(flaky):
     assert "INSUFFICIENT_EVIDENCE" in row(out, "answer-floor")
 
 
-CLUSTERED = """
-cluster: metadata.doc
-slices: [metadata.topic]
-min_slice_support: 1
-policy:
-  version: 1
-  confidence_level: 0.95
-  block_on: [FAIL, INSUFFICIENT_EVIDENCE, MANUAL_REVIEW]
-  rules:
-    - {id: floor, metric: answer_correct, min: %s}
-"""
+CLUSTERED = "\ncluster: metadata.doc\nslices: [metadata.topic]\nmin_slice_support: 1" + POLICY
 
 
 def clustered_cases() -> list[dict]:
