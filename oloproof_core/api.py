@@ -9,7 +9,7 @@ from typing import Any
 
 def run(config: str | Path = "oloproof.yaml", *, no_cache: bool = False, refresh: bool = False,
         reuse_executions: bool = False, limit: int | None = None, filters: Sequence[str] = (),
-        sample: int | None = None, seed: int | None = None) -> Any:
+        sample: int | None = None, seed: int | None = None, trials: int | None = None) -> Any:
     """Run the suite of ``config`` and store the run, exactly as ``oloproof run`` does.
 
     ``limit``, ``filters`` (``["metadata.topic=billing"]``, ANDed), ``sample`` and ``seed`` select a
@@ -20,7 +20,8 @@ def run(config: str | Path = "oloproof.yaml", *, no_cache: bool = False, refresh
         ``high``, ``observed``, ``missing``, ``excluded`` and the printed ``cells``), ``results``
         (each case with its execution and judgments), ``header`` (with ``selection`` for a subset)
         and ``caches``. Nothing is printed; a config error raises :class:`~oloproof.ConfigError`,
-        as the CLI's exit 2.
+        as the CLI's exit 2. ``trials`` is ``--trials``: each result then holds every trial's
+        (execution, judgments) in ``trials``, and ``units`` the instability and cluster figures.
     """
     from .cli import Project
     from .runner import run_suite
@@ -35,7 +36,7 @@ def run(config: str | Path = "oloproof.yaml", *, no_cache: bool = False, refresh
     doc, skeleton = project.skeleton()
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store,
-                       use_cache=not no_cache, executions=executions)
+                       use_cache=not no_cache, executions=executions, trials=trials)
     suite, selection = select_suite(suite, Selection(limit=limit, filters=tuple(filters), sample=sample, seed=seed))
     return run_suite(suite, project.plugins, project.store, use_cache=not no_cache, selection=selection)
 

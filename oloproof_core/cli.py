@@ -135,11 +135,13 @@ def cli() -> None:
                    "--filter 'id=case_0*', --filter metadata.topic=billing. Repeat to AND them.")
 @click.option("--sample", type=int, default=None, metavar="N",
               help="Run a seeded random sample of N cases (see --seed); the same seed picks the same cases.")
+@click.option("--trials", type=int, default=None, metavar="N",
+              help="Execute every case N times (over the suite's trials:); cached trials are reused.")
 @output_options
 @store_option
 def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
         seed: int | None, batch: int | None, limit: int | None, filters: tuple[str, ...], sample: int | None,
-        junit: str | None, junit_cases: bool, json_file: str | None, markdown: str | None,
+        trials: int | None, junit: str | None, junit_cases: bool, json_file: str | None, markdown: str | None,
         store_spec: str | None) -> None:
     """Run the suite (or a subset of its cases), print metrics with intervals, and decide the gate."""
     from .outputs.terminal import Progress
@@ -156,7 +158,7 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     doc, skeleton = project.skeleton()
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache,
-                       executions=executions)
+                       executions=executions, trials=trials)
     suite, selection = select_suite(suite, Selection(limit=limit, filters=filters, sample=sample, seed=seed))
     sequential = plan(suite, until_decided, seed if until_decided or sample is None else None, batch)
     progress = Progress()  # on standard error when it is a terminal

@@ -38,6 +38,8 @@ class Paired:
     baseline: list[float]
     missing: Counter  # reason (and which run) -> pairs
     excluded: Counter  # reason -> pairs
+    unit: str = "cases"  # "clusters": candidate and baseline are cluster means of the paired cases
+    missing_units: int | None = None  # clusters with a missing pair, each imputed as one unit
 
     @property
     def n(self) -> int:
@@ -58,7 +60,7 @@ class Paired:
 
     def interval(self, confidence: float, impute: float | None = None) -> tuple[float, float, float]:
         """Mean difference and interval; ``impute`` (-1 or +1) adds each missing pair at that difference."""
-        extra = self.n_missing if impute is not None else 0
+        extra = (self.n_missing if self.missing_units is None else self.missing_units) if impute is not None else 0
         cand = self.candidate + [max(impute, 0.0)] * extra if extra else self.candidate
         base = self.baseline + [max(-impute, 0.0)] * extra if extra else self.baseline
         return stats.paired_difference(cand, base, confidence)
@@ -71,21 +73,36 @@ def _side(x: dict, y: dict, status: str) -> tuple[str, str]:
     return y.get("reason") or status, "baseline run"
 
 
-def pair(criterion: str, candidate: dict[str, dict], baseline: dict[str, dict], ids: Sequence[str]) -> Paired:
-    """Pair one criterion's judgments over ``ids`` (case ids present in both runs)."""
+def pair(criterion: str, candidate: dict[str, dict], baseline: dict[str, dict], ids: Sequence[str],
+         clustered: bool = False) -> Paired:
+    """Pair one criterion's judgments over ``ids`` (case ids present in both runs).
+
+    A case's value is its stored one: with trials, its mean over its trials. ``clustered`` pairs
+    the cluster means instead (the candidate's clusters): a cluster with a missing pair is imputed
+    as one unit."""
     cand, base, missing, excluded = [], [], Counter(), Counter()
+    clusters: dict[str, list[tuple[float, float] | None]] = {}
     for case_id in ids:
         x, y = candidate[case_id]["judgments"].get(criterion), baseline[case_id]["judgments"].get(criterion)
+        key = candidate[case_id].get("cluster") or f"case:{case_id}"
         if x is None or y is None:
             missing[("not_judged", "candidate run" if x is None else "baseline run")] += 1
+            clusters.setdefault(key, []).append(None)
         elif "excluded" in (x["status"], y["status"]):
             excluded[_side(x, y, "excluded")[0]] += 1
         elif "missing" in (x["status"], y["status"]):
             missing[_side(x, y, "missing")] += 1
+            clusters.setdefault(key, []).append(None)
         else:
             cand.append(float(x["value"]))
             base.append(float(y["value"]))
-    return Paired(criterion=criterion, candidate=cand, baseline=base, missing=missing, excluded=excluded)
+            clusters.setdefault(key, []).append((cand[-1], base[-1]))
+    if not clustered:
+        return Paired(criterion=criterion, candidate=cand, baseline=base, missing=missing, excluded=excluded)
+    whole = [pairs for pairs in clusters.values() if None not in pairs]
+    return Paired(criterion=criterion, candidate=[sum(x for x, _ in p) / len(p) for p in whole],
+                  baseline=[sum(y for _, y in p) / len(p) for p in whole], missing=missing, excluded=excluded,
+                  unit="clusters", missing_units=len(clusters) - len(whole))
 
 
 def paired_data(p: Paired, confidence: float, interval: bool = True) -> dict:
@@ -95,6 +112,8 @@ def paired_data(p: Paired, confidence: float, interval: bool = True) -> dict:
     """
     entry: dict = {"name": p.criterion, "paired": p.n, "difference": None, "low": None, "high": None,
                    "missing": p.n_missing, "excluded": sum(p.excluded.values()), "display": None}
+    if p.unit != "cases":
+        entry["unit"] = p.unit
     if p.n:
         diff, low, high = p.interval(confidence)
         value, bounds = points_cells(diff, low, high)
@@ -163,7 +182,9 @@ def planning_line(p: Paired, margin: float, confidence: float) -> str | None:
     :return: the line, or None for scores or when no pair is discordant (nothing to scale).
     """
     counts = p.discordant
-    if counts is None or sum(counts) == 0:
+    if counts is None:  # graded differences (trial means, cluster means, scores)
+        return _graded_planning(p, margin, confidence)
+    if sum(counts) == 0:
         return None
     b, c = counts
     total = stats.planning_total(b, c, p.n, margin, confidence, limit=PLANNING_LIMIT)
@@ -173,6 +194,21 @@ def planning_line(p: Paired, margin: float, confidence: float) -> str | None:
                 f"if the difference holds ({share}% discordance)")
     return (f"about {total - p.n} more paired cases would decide it, if the difference holds "
             f"({total} in total at {share}% discordance)")
+
+
+def _graded_planning(p: Paired, margin: float, confidence: float) -> str | None:
+    """The planning line of differences that are not all -1, 0 or +1 (:func:`units.planning_total`)."""
+    from .units import planning_total
+
+    differences = [x - y for x, y in zip(p.candidate, p.baseline)]
+    if not differences or not any(differences):
+        return None
+    total = planning_total(differences, margin, confidence, limit=PLANNING_LIMIT)
+    noun = "paired clusters" if p.unit == "clusters" else "paired cases"
+    if total is None:
+        return f"no total up to {PLANNING_LIMIT:,} {noun} would decide it, if the differences hold"
+    return (f"about {total - p.n} more {noun} would decide it, if the differences hold "
+            f"({total} in total)")
 
 
 def load_compare_policy(path: Path) -> Policy:
@@ -238,7 +274,8 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
             raise ConfigError(f"rule {rule.id!r} names metric {rule.metric!r}, which the two runs do not share",
                               where=policy.where.get(rule.id), fix=f"use one of: {', '.join(criteria)}")
     confidence = policy.confidence_level
-    paired = {c: pair(c, cand, base, ids) for c in criteria}
+    clustered = bool((cand_header.get("design") or {}).get("cluster"))
+    paired = {c: pair(c, cand, base, ids, clustered) for c in criteria}
     metrics = {c: plugins.metrics.get(cand_header.get("metrics", {}).get(c, "proportion")).factory()
                for c in criteria}
     decisions = []
@@ -260,7 +297,7 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
                                                     (baseline_id, base_header, cand_header))
                          for c in header["evaluators"] if c not in other["evaluators"]],
         "metrics": [{**paired_data(paired[c], confidence), "evaluator_changed": c in changed} for c in criteria],
-        "slices": _slices(cand_header, cand, base, ids, criteria, confidence),
+        "slices": _slices(cand_header, cand, base, ids, criteria, confidence, clustered),
         "decisions": [{"rule": d.rule.id, "metric": d.rule.metric, "kind": d.rule.kind,
                        "threshold": {k: getattr(d.rule, k) for k in RULE_BOUNDS if getattr(d.rule, k) is not None},
                        "description": describe(d.rule), "verdict": d.verdict, "reason": d.reason,
@@ -270,6 +307,9 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
         "changed_cases": changed_cases(cand, base, ids, criteria),
         "exit_code": int(code),
     }
+    units = _units(cand_header, base_header)
+    if units:
+        view["units"] = units
     record = {"kind": "comparison", "candidate": candidate_id, "baseline": baseline_id,
               "policy": policy_data(policy), "lines": comparison_body(view, show_slices=True),
               "decisions": [{"rule": d.rule.id, "verdict": d.verdict, "reason": d.reason} for d in decisions]}
@@ -279,7 +319,7 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
 
 
 def _slices(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: Sequence[str],
-            confidence: float) -> list[dict]:
+            confidence: float, clustered: bool = False) -> list[dict]:
     """One entry per slice of the candidate run and criterion with at least one observed pair."""
     out = []
     support = header.get("min_slice_support", 10)
@@ -292,10 +332,20 @@ def _slices(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: 
                 groups.setdefault(key, []).append(i)
         for key in sorted(groups):
             for c in criteria if shown is None else [c for c in criteria if c in shown]:
-                p = pair(c, cand, base, groups[key])
+                p = pair(c, cand, base, groups[key], clustered)
                 if p.n:  # too few pairs for an interval worth printing: the difference alone
                     out.append({"slice": name, "group": key, **paired_data(p, confidence, p.n >= support)})
     return out
+
+
+def _units(*headers: dict) -> dict | None:
+    """How the pairs were counted, when either run had trials or the candidate clusters (else None,
+    and the comparison is as before)."""
+    designs = [h.get("design") or {} for h in headers]
+    if not any(designs):
+        return None
+    return {"cluster": designs[0].get("cluster"), "trials": {"candidate": designs[0].get("trials", 1),
+                                                             "baseline": designs[1].get("trials", 1)}}
 
 
 @frozen

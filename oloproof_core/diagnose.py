@@ -12,6 +12,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import attrs
+
 from .errors import ArtifactError, CaseMissing, ConfigError
 from .identity import canonical, digest
 from .model import Case, Execution, Judgment
@@ -19,6 +21,7 @@ from .recording import call_with_recorder
 from .relevance import Evidence, observe
 from .execution import to_execution
 from .runner import new_run_id
+from .units import combine
 
 ORDER = ("RETRIEVAL_MISS", "RANKED_OUT", "CONTEXT_ASSEMBLY_LOSS", "GENERATION_FAILURE", "UNRESOLVED")
 # the label a recovered case gets from where the run left its relevant evidence
@@ -97,13 +100,16 @@ class Diagnosis:
         # the unit the run counted positions in (older runs recorded none: the suite's)
         self.unit = self.header.get("relevance_unit") or suite.relevance_unit
         self.pending: list[tuple[dict, list, dict]] = []  # child runs to store with the diagnosis
+        # a run with `trials:` re-executes each case as many times, and reads its stored trials
+        self.trials = int((self.header.get("design") or {}).get("trials", 1))
 
     # -- re-execution ----------------------------------------------------------------------
 
     def child_run(self, role: str, intervention: Any, selected: list[dict], apply: Any) -> tuple[str, dict, dict]:
-        """Re-execute the selected cases (``apply`` is the intervention or its control), judge
-        them on the criterion and store the child run. Returns its id, case -> passed, and case
-        -> the evidence its re-execution recorded.
+        """Re-execute the selected cases (``apply`` is the intervention or its control), each as
+        many times as the run's trials, judge them on the criterion and store the child run.
+        Returns its id, case -> how many trials passed, and case -> the evidence its (first)
+        re-execution recorded.
 
         The child run is stored by :meth:`run`, together with the diagnosis that names it.
         Nothing here reads the execution cache, and the interventions generate uncached: a
@@ -112,8 +118,9 @@ class Diagnosis:
         run_id = new_run_id()
         system = self.suite.system
 
-        def one(record: dict) -> tuple[dict, Execution, Judgment]:
-            case = self.cases[record["id"]]
+        def one(item: tuple[dict, int]) -> tuple[dict, Execution, Judgment]:
+            record, trial = item
+            case = attrs.evolve(self.cases[record["id"]], trial=trial)
             start = time.perf_counter()
             try:
                 output, recorder = call_with_recorder(lambda r: apply(system, case, record, r), case)
@@ -134,7 +141,10 @@ class Diagnosis:
 
         workers = min(self.suite.concurrency, getattr(system, "concurrency", None) or self.suite.concurrency)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oloproof-diagnose") as pool:
-            results = list(pool.map(one, selected))
+            done = list(pool.map(one, [(r, t) for r in selected for t in range(self.trials)]))
+        count = self.trials
+        by_case = [done[i * count:(i + 1) * count] for i in range(len(selected))]
+        results = [(runs[0][0], runs[0][1], combine([j for _, _, j in runs])) for runs in by_case]
         header = {"id": run_id, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "system": self.header["system"], "config": self.header.get("config"),
                   "evaluators": {self.criterion: self.header["evaluators"][self.criterion]},
@@ -144,12 +154,17 @@ class Diagnosis:
                   "relevance_unit": self.unit}
         rows = [{"id": r["id"], "case": r["case"], **e.to_data(), "judgments": {self.criterion: j.to_data()}}
                 for r, e, j in results]
+        if count > 1:
+            header["design"] = self.header["design"]
+            for row, runs in zip(rows, by_case):
+                row["trials"] = [{**e.to_data(), "judgments": {self.criterion: j.to_data()}} for _, e, j in runs]
         # stored with the diagnosis, in one transaction: a diagnosis that dies leaves no child run
         self.pending.append((header, rows, {"state": header["state"], "gate": None, "metrics": {}, "decisions": [],
                                             "caches": {}}))
         evidence = {r["id"]: None if e.missing is not None else
                     self.observe(self.cases[r["id"]], e).state for r, e, _ in results}
-        return run_id, {r["id"]: j.status == "pass" for r, _, j in results}, evidence
+        passes = {runs[0][0]["id"]: sum(1 for _, _, j in runs if j.status == "pass") for runs in by_case}
+        return run_id, passes, evidence
 
     def observe(self, case: Case, execution: Execution | dict) -> Evidence:
         """Where ``execution`` (or a stored record of one) left the case's relevant evidence."""
@@ -175,6 +190,10 @@ class Diagnosis:
         failed = [r for r in self.records if r["judgments"].get(self.criterion, {}).get("status") == "fail"]
         selected = [r for r in failed if (self.cases.get(r["id"]) or _case(r)).expected.get("gold_context")]
         excluded = [r for r in failed if r not in selected]
+        # a case that passed in some of the run's trials and failed in others is unstable: it is
+        # labelled before any intervention is tried, and not re-executed
+        unstable = [r for r in selected if unstable_in_run(r, self.criterion)]
+        selected = [r for r in selected if r not in unstable]
         for r in selected:
             if r["id"] not in self.cases:
                 raise ConfigError(f"case {r['id']!r} of {self.run_id} is no longer in the case file",
@@ -182,10 +201,18 @@ class Diagnosis:
         record: dict = {"kind": "diagnosis", "run": self.run_id, "intervention": intervention.name,
                         "label": intervention.label, "control_label": intervention.control_label,
                         "labels_by_recovery": bool(intervention.labels_by_recovery),
-                        "criterion": self.criterion, "relevance_unit": self.unit, "selected": len(selected),
+                        "criterion": self.criterion, "relevance_unit": self.unit, "selected": len(selected) + len(unstable),
                         "supported": bool(supported),
                         "excluded": [{"id": r["id"], "reason": "no_gold_context"} for r in excluded]}
+        if self.trials > 1:
+            record.update(trials=self.trials, unstable=len(unstable))
         cases_out: list[dict] = []
+        for r in unstable:
+            if r["id"] not in self.cases:
+                continue  # reported with the other cases no longer in the case file below
+            seen = self.observe(self.cases[r["id"]], r)
+            cases_out.append({"id": r["id"], "label": "UNRESOLVED", "reason": "unstable", "strength": "none",
+                              "position": _position(seen.position), "evidence": seen.state})
         children: list[tuple[str, str]] = []
         if not supported:
             for r in selected:
@@ -193,15 +220,21 @@ class Diagnosis:
                 cases_out.append({"id": r["id"], "label": "UNRESOLVED", "reason": "intervention_unsupported",
                                   "strength": "none", "position": _position(seen.position), "evidence": seen.state})
         elif selected:
-            run_id, passed, replayed = self.child_run(intervention.label, intervention, selected, intervention.apply)
-            control_id, control_passed, _ = self.child_run(intervention.control_label, intervention, selected,
+            run_id, passes, replayed = self.child_run(intervention.label, intervention, selected, intervention.apply)
+            control_id, control_passes, _ = self.child_run(intervention.control_label, intervention, selected,
                                                            intervention.control)
+            # a recovery counts only when the intervention beats the control across the trials: it
+            # passes in every trial, and the control in none (else the control marks it unstable)
+            passed = {i: k == self.trials and (self.trials == 1 or k > control_passes[i]) for i, k in passes.items()}
+            control_passed = {i: k > 0 for i, k in control_passes.items()}
+            partly = {i for i, k in passes.items() if 0 < k < self.trials and not control_passed[i]}
             record["control_passed"] = sum(control_passed.values())
             record["recovered"] = sum(passed.values())
             if intervention.labels_by_recovery:
-                cases_out = self.labelled(selected, passed, control_passed)
+                cases_out += self.labelled(selected, passed, control_passed, partly)
             else:
-                cases_out, children = self.confirmed(record, intervention, selected, passed, control_passed, replayed)
+                confirmed, children = self.confirmed(record, intervention, selected, passed, control_passed, replayed)
+                cases_out += confirmed
             children += [(intervention.label, run_id), (intervention.control_label, control_id)]
         record.update(cases=sorted(cases_out, key=lambda c: c["id"]), children=[list(c) for c in children])
         object_id = "sha256:" + digest(record)
@@ -212,12 +245,19 @@ class Diagnosis:
             self.store.put_object("diagnosis", object_id, record)
         return object_id, record
 
-    def labelled(self, selected: list[dict], passed: dict, control_passed: dict) -> list[dict]:
-        """Labels from this intervention's recoveries (gold context), and each case's evidence."""
+    def labelled(self, selected: list[dict], passed: dict, control_passed: dict,
+                 partly: set | frozenset = frozenset()) -> list[dict]:
+        """Labels from this intervention's recoveries (gold context), and each case's evidence.
+
+        :param partly: cases that passed in some trials under the intervention, not all (with the
+            control passing in none): UNRESOLVED ``recovered_in_some_trials``.
+        """
         out = []
         for r in selected:
             seen = self.observe(self.cases[r["id"]], r)
             label, reason = gold_label(seen, passed[r["id"]], control_passed[r["id"]])
+            if r["id"] in partly:
+                label, reason = "UNRESOLVED", "recovered_in_some_trials"
             strength = "none" if label == "UNRESOLVED" else (
                 "intervention_recovery" if passed[r["id"]] else "intervention_non_recovery")
             out.append({"id": r["id"], "label": label, "reason": reason, "strength": strength,
@@ -257,6 +297,12 @@ class Diagnosis:
             return cases_out, [tuple(pair) for pair in gold[1]["children"]]
         record["gold"] = None
         return cases_out, []
+
+
+def unstable_in_run(record: dict, criterion: str) -> bool:
+    """Whether a stored case passed in some of its run's trials and failed in others."""
+    statuses = {t.get("judgments", {}).get(criterion, {}).get("status") for t in record.get("trials", ())}
+    return {"pass", "fail"} <= statuses
 
 
 def _position(position: Any) -> int | str:

@@ -20,7 +20,10 @@ DESCRIPTION = {
 }
 UNRESOLVED_WHY = {  # in the order the summary lists them
     "intervention_unsupported": "the system is not staged, so no case was re-executed",
+    "unstable": "passed in some of the run's trials and failed in others, so it was unstable, not diagnosed",
     "passed_in_control": "passed when re-executed unchanged, so it was unstable, not diagnosed",
+    "recovered_in_some_trials": "passed in some trials under the intervention and in none of the control, "
+                                "not in all",
     "relevant_in_context": "recovered, though relevant evidence was already in the context",
     "no_relevance_labels": "recovered, but without relevance labels no stage can be implicated",
     "no_gold_context_diagnosis": "no gold-context diagnosis of this run labels it yet",
@@ -49,12 +52,18 @@ def summary_lines(record: dict) -> list[str]:
     if record["excluded"]:
         lines.append(f"Excluded: {_cases(len(record['excluded']))}, no_gold_context - {NO_GOLD_FIX}")
     cases = record["cases"]
+    unstable = record.get("unstable", 0)  # a run with trials: cases that changed verdict, not re-executed
+    if "trials" in record:
+        lines.append(f"Unstable: {unstable} of {n} passed in some of the run's {record['trials']} trials and failed "
+                     f"in others (UNRESOLVED, not re-executed); each other case is re-executed {record['trials']} "
+                     "times, and recovers only if it passes in every trial")
+    tried = n - unstable
     if not record["supported"]:
         return lines + label_lines(cases, n)
-    if not n:
-        return lines
-    lines.append(f"Control: {record['control_passed']} of {n} passed when re-executed without the intervention")
-    lines.append(f"Recovered under {record['label']}: {record['recovered']} of {n}")
+    if not tried:
+        return lines + label_lines(cases, n)
+    lines.append(f"Control: {record['control_passed']} of {tried} passed when re-executed without the intervention")
+    lines.append(f"Recovered under {record['label']}: {record['recovered']} of {tried}")
     if record["labels_by_recovery"]:
         return lines + label_lines(cases, n) + implication_lines(cases)
     confirms = record.get("confirms")

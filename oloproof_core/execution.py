@@ -157,6 +157,14 @@ def reuses_executions(suite: Suite, use_cache: bool = True) -> bool:
     return suite.executions == "reuse" or not getattr(suite.system, "opaque", False)
 
 
+def execution_key(system: Any, case: Case) -> str:
+    """The execution cache key of a case: the system's identity and the case's input, and the trial
+    when it is not the first (so a run without trials keeps its keys, and each trial is cached apart)."""
+    if case.trial:
+        return digest({"system": system.identity, "input": case.input, "trial": case.trial})
+    return digest({"system": system.identity, "input": case.input})
+
+
 def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_cache: bool = True,
                   run_id: str | None = None, progress: Any = None) -> tuple[list[Execution | None], bool]:
     """Every case's execution, from the cache or the system. Returns (executions, interrupted).
@@ -168,7 +176,7 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
     executions are counted by that run in ``caches["reused"]``.
     """
     system = suite.system
-    keys = [digest({"system": system.identity, "input": case.input}) for case in suite.cases]
+    keys = [execution_key(system, case) for case in suite.cases]
     cached = store.cache_get_many("execution", keys) if reuses_executions(suite, use_cache) else {}
     executions: list[Execution | None] = [None] * len(suite.cases)
     misses = []

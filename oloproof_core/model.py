@@ -31,6 +31,7 @@ class Case:
     expected: Mapping[str, JSON] = field(factory=dict)
     metadata: Mapping[str, JSON] = field(factory=dict)
     source: str = ""  # "cases.jsonl:7", for messages
+    trial: int = 0  # which of a run's `trials:` executions this is (0 without trials); not part of the record
 
     def to_data(self) -> dict:
         return {"id": self.id, "input": self.input, "expected": self.expected, "metadata": self.metadata}

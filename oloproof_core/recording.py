@@ -125,6 +125,11 @@ class Recorder:
         self.items: list[tuple[str, Any]] = []
         self.sources: dict[int, str] = {}  # item index -> where the value came from, for messages
 
+    @property
+    def trial(self) -> int:
+        """Which of the run's ``trials:`` executions of the case this is: 0, 1, ... (0 without trials)."""
+        return self.case.trial
+
     def record(self, artifact_type: str, value: Any, *, source: str | None = None) -> None:
         """Record ``value`` as an artifact of ``artifact_type`` (validated when the case ends).
 

@@ -51,6 +51,7 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     out.append("")
     out += table(["metric", "estimate", f"{pct(confidence)} interval", "counts"],
                  [[name, *s.cells] for name, s in outcome.summaries.items()])
+    out += unit_lines(outcome.units, outcome.header.get("design"), confidence)
     missing = Counter("interrupted" if r.execution is None else r.execution.missing for r in outcome.results
                       if r.execution is None or r.execution.missing is not None)
     if missing:  # say so plainly: a dead service must not read like a small suite
@@ -79,6 +80,35 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     if "stages" in outcome.caches:
         out.append("Stages: " + "; ".join(f"{name} {hit} hit/{miss} miss"
                                           for name, (hit, miss) in outcome.caches["stages"].items()))
+    return out
+
+
+def unit_lines(units: dict, design: dict | None, confidence: float) -> list[str]:
+    """The lines of a run with trials or clusters: how it was counted, the unstable cases of each
+    pass/fail criterion (``Unstable: 4 of 40 cases changed verdict across 3 trials ...``), and the
+    clusters over the size limit."""
+    if not design:
+        return []
+    from .display import percent, percent_bounds
+
+    out = [""]
+    clusters = units.get("clusters")
+    if clusters:
+        out.append(f"Clusters: {clusters['cases']} cases in {clusters['clusters']} clusters by {design['cluster']}; "
+                   "every estimate and interval is over cluster means")
+        large = clusters["large"]
+        if large:
+            shown = ", ".join(f"{c['cluster']} ({c['cases']})" for c in large[:5])
+            more = f", {len(large) - 5} more" if len(large) > 5 else ""
+            out.append(f"Large clusters: {len(large)} of {clusters['clusters']} hold more than "
+                       f"{clusters['limit']} cases: {shown}{more}")
+    if design["trials"] > 1:
+        out.append(f"Trials: every case ran {design['trials']} times; a case's value is its mean over its trials, "
+                   "pass_all_k passes a case only if every trial passed")
+    for criterion, u in units.get("instability", {}).items():
+        out.append(f"Unstable: {u['unstable']} of {u['cases']} cases changed verdict across {u['trials']} trials "
+                   f"({criterion}): {percent(u['unstable'] / u['cases'])} {percent_bounds(u['low'], u['high'])} "
+                   f"at {pct(confidence)}")
     return out
 
 

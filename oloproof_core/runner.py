@@ -20,6 +20,7 @@ from .identity import digest
 from .model import Case, Execution, Judgment, Summary
 from .plugins import Plugins
 from .suite import Suite
+from .units import cluster_of, combine, derived_criteria, group, pass_all, pass_all_name, unit_figures, unit_metrics
 from .writer import CacheWriter
 
 @frozen(kw_only=True)
@@ -28,6 +29,8 @@ class CaseResult:
     execution: Execution | None  # None: the run was interrupted before this case finished
     judgments: dict  # criterion -> Judgment
     slices: dict = field(factory=dict)  # slice name -> group (None: not in any group)
+    trials: list = field(factory=list)  # (execution, judgments) of every trial, with `trials:` above 1
+    cluster: str | None = None  # the case's cluster, with `cluster:`
 
 
 @frozen(kw_only=True)
@@ -43,6 +46,7 @@ class RunOutcome:
     state: str  # "DECIDED/COMPLETE", ...
     caches: dict = field(factory=dict)
     empty_slices: list = field(factory=list)  # slices no case had a group in (a misspelt field, say)
+    units: dict = field(factory=dict)  # with trials or clusters: "instability" and "clusters" (units.py)
 
 
 def new_run_id() -> str:
@@ -170,6 +174,39 @@ def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], ca
     return judgments, interrupted
 
 
+def run_trials(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_cache: bool,
+               run_id: str, progress: Any = None) -> tuple[list, list[dict], list[list], bool]:
+    """Execute and judge every case ``suite.design.trials`` times (each trial cached under its own
+    key). Returns the first trial's executions, each case's judgments combined over its trials (with
+    pass^k of each pass/fail criterion), every trial's (execution, judgments), and whether Ctrl-C
+    stopped it."""
+    import attrs
+
+    count = suite.design.trials
+    expanded = attrs.evolve(suite, cases=tuple(attrs.evolve(case, trial=t) for case in suite.cases
+                                               for t in range(count)))
+    executions, interrupted = execute_cases(expanded, plugins, store, caches, use_cache, run_id, progress)
+    judgments, stopped = judge_cases(expanded, store, executions, caches, use_cache, progress)
+    firsts, combined, trials = [], [], []
+    for i in range(len(suite.cases)):
+        runs = list(zip(executions[i * count:(i + 1) * count], judgments[i * count:(i + 1) * count]))
+        case: dict = {}
+        for criterion, metric in suite.metrics.items():
+            if criterion in runs[0][1]:
+                case[criterion] = combine([j[criterion] for _, j in runs])
+                if getattr(metric, "pass_fail", False):
+                    case[pass_all_name(criterion)] = pass_all([j[criterion] for _, j in runs])
+        firsts.append(runs[0][0])
+        combined.append(case)
+        trials.append(runs)
+    return firsts, combined, trials, interrupted or stopped
+
+
+def unit_judgments(results: Sequence[CaseResult], criterion: str) -> list[Judgment]:
+    """One criterion's judgments, one per unit of analysis: per case, or per cluster."""
+    return group([r.judgments[criterion] for r in results], [r.cluster for r in results])
+
+
 def summarize(suite: Suite, results: list[CaseResult], confidence: float,
               metrics: dict | None = None) -> tuple[dict, list]:
     """The metric of every criterion, then the exploratory slice table.
@@ -178,10 +215,8 @@ def summarize(suite: Suite, results: list[CaseResult], confidence: float,
     """
     metrics = suite.metrics if metrics is None else metrics
     summaries = {}
-    for spec in suite.evaluators:
-        criterion = spec.evaluator.criterion
-        summaries[criterion] = metrics[criterion].summarize([r.judgments[criterion] for r in results],
-                                                                  confidence)
+    for criterion, metric in metrics.items():
+        summaries[criterion] = metric.summarize(unit_judgments(results, criterion), confidence)
     rows: list[tuple[str, str, str, Summary | None]] = []
     for slice_ in suite.slices:
         groups: dict[str, list[CaseResult]] = {}
@@ -192,11 +227,10 @@ def summarize(suite: Suite, results: list[CaseResult], confidence: float,
         shown = suite.slice_criteria.get(slice_.name)  # None: every criterion
         for key in sorted(groups):
             members = groups[key]
-            for spec in suite.evaluators:
-                criterion = spec.evaluator.criterion
+            for criterion, metric in metrics.items():
                 if shown is not None and criterion not in shown:
                     continue
-                summary = metrics[criterion].summarize([r.judgments[criterion] for r in members], confidence)
+                summary = metric.summarize(unit_judgments(members, criterion), confidence)
                 rows.append((slice_.name, key, criterion, summary))
     return summaries, rows
 
@@ -229,7 +263,16 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     judges = {s.evaluator.criterion: digest(s.identity) for s in suite.evaluators
               if getattr(s.evaluator, "judge", False) is True}
     cases, metrics, not_run = list(suite.cases), suite.metrics, 0
-    if sequential is None:
+    design, trials = suite.design, [[]] * len(suite.cases)
+    if not design.plain:  # every criterion over units (cases with their trials, or clusters)
+        metrics = unit_metrics(suite.metrics, design)
+        header["design"] = design.record()
+        header["evaluators"], header["metrics"] = derived_criteria(header["evaluators"], header["metrics"],
+                                                                list(suite.metrics), design)
+    if sequential is None and design.trials > 1:
+        executions, judgments, trials, interrupted = run_trials(suite, plugins, store, caches, use_cache, run_id,
+                                                                 progress)
+    elif sequential is None:
         executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache, run_id, progress)
         judgments, stopped = judge_cases(suite, store, executions, caches, use_cache, progress)
         interrupted = interrupted or stopped
@@ -242,9 +285,11 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         executions, judgments, interrupted = step.executions, step.judgments, step.interrupted
         not_run = len(suite.cases) - len(cases)
         header.update(sequential=step.record, cases=len(cases))
-    results = [CaseResult(case=c, execution=e, judgments=j,
+    results = [CaseResult(case=c, execution=e, judgments=j, trials=t, cluster=cluster_of(c, design.cluster),
                           slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
-               for c, e, j in zip(cases, executions, judgments)]
+               for c, e, j, t in zip(cases, executions, judgments, trials)]
+    units = unit_figures(design, suite.metrics, [[j for _, j in r.trials] for r in results],
+                         [r.cluster for r in results], confidence)
     stage_counts = getattr(system, "stage_counts", None)
     if stage_counts is not None:
         caches["stages"] = stage_counts()
@@ -253,8 +298,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     decisions: list[Decision] = []
     verdict, exit_code = None, ExitCode.OK
     if suite.policy is not None and not interrupted:
-        by_criterion = {s.evaluator.criterion: [r.judgments[s.evaluator.criterion] for r in results]
-                        for s in suite.evaluators}
+        by_criterion = {criterion: unit_judgments(results, criterion) for criterion in metrics}
         decisions = decide_policy(suite.policy, by_criterion, metrics, confidence, judges, store, not_run)
         verdict, exit_code = gate(decisions, suite.policy.block_on)
     measured = any(j.observed for r in results for j in r.judgments.values())
@@ -281,6 +325,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                         "missing": s.missing, "excluded": s.excluded, "cells": list(s.cells), "metric": s.metric}
                     for k, s in summaries.items()},
         "policy": policy_data(suite.policy),
+        **units,
     }
     records = []
     for r in results:
@@ -289,6 +334,11 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                   "judgments": {k: j.to_data() for k, j in r.judgments.items()}}
         if r.slices:
             record["slices"] = r.slices
+        if r.cluster is not None:
+            record["cluster"] = r.cluster
+        if design.trials > 1:  # every trial's execution and judgments; the top level is the first trial's
+            record["trials"] = [{**(e or Execution(missing="interrupted")).to_data(),
+                                 "judgments": {k: j.to_data() for k, j in js.items()}} for e, js in r.trials]
         records.append(record)
     store.save_run(header, records, summary)
     if plugins.pm.hook.oloproof_case_finished.get_hookimpls():  # no per-case cost when nobody listens
@@ -297,5 +347,5 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                                                    judgments=r.judgments)
     plugins.pm.hook.oloproof_run_finished(run=header, summary=summary)
     return RunOutcome(run_id=run_id, header=header, results=results, summaries=summaries, slices=slice_rows,
-                      decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches,
+                      decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches, units=units,
                       empty_slices=[s.name for s in suite.slices if not any(r.slices.get(s.name) for r in results)])

@@ -182,6 +182,10 @@ def plan(suite: Any, until_decided: bool, seed: int | None, batch: int | None) -
                               fix="add --until-decided" + (" or --sample N" if batch is None else "")
                               + ", or leave them out")
         return None
+    if not suite.design.plain:
+        raise ConfigError("a sequential run looks at cases one by one, and this suite sets trials or cluster",
+                          fix="run without --until-decided (and sequential.until_decided), or without trials "
+                              "and cluster")
     if suite.policy is None:
         raise ConfigError("--until-decided stops when the gate is decided, and this suite has no policy",
                           fix="add a policy with rules to oloproof.yaml, or run without --until-decided")

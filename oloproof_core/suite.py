@@ -16,11 +16,12 @@ from .config import CONVERTER, Document, structure, yaml_path
 from .errors import ConfigError
 from .identity import canonical, digest
 from .gate import Policy, load_policy
-from .model import Case, Evaluator, Slice, StageCache, System, SystemContext
+from .model import Case, Evaluator, Slice, StageCache, System, SystemContext, select
 from .plugins import Plugins
 from .fingerprint import is_installed, reach_fingerprint
 from .recording import source_fingerprint
 from .relevance import UNITS, one_of
+from .units import PASS_ALL, Design, pass_all_name
 
 SYSTEM_KEYS = ("name", "version", "cache")
 EXECUTIONS = ("auto", "reuse", "refresh")  # system.cache: when cached executions are reused
@@ -42,6 +43,9 @@ class Skeleton:
     concurrency: int = 8
     store: dict = field(factory=lambda: {"type": "local"})
     disable_plugins: list[str] = field(factory=list)
+    trials: int = 1  # executions of every case; their verdicts are summarised per case (units.py)
+    cluster: str | None = None  # a case field path; cases sharing its value are one unit of analysis
+    max_cluster_size: int = 10  # a cluster of more cases than this is reported
 
 
 @frozen(kw_only=True)
@@ -75,6 +79,7 @@ class Suite:
     executions: str = "auto"
     # slice name -> the criteria its rows show (`{slice: ..., metrics: [...]}`); absent: every one
     slice_criteria: dict = field(factory=dict)
+    design: Design = Design()  # trials and clusters (units.py); the default summarises every case once
 
 
 def _options(doc: Document, entry: Any, data: dict, path: tuple, what: str) -> Any:
@@ -119,10 +124,11 @@ def load_skeleton(config_path: Path) -> tuple[Document, Skeleton]:
 
 def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                skeleton: Skeleton | None = None, store: Any = None, use_cache: bool = True,
-               executions: str | None = None) -> Suite:
+               executions: str | None = None, trials: int | None = None) -> Suite:
     """Load and check everything a run needs, before anything runs or is stored.
 
     :param executions: ``reuse`` or ``refresh`` from the command line, over ``system.cache``.
+    :param trials: ``--trials N`` from the command line, over ``trials:``.
     """
     if doc is None or skeleton is None:
         doc, skeleton = load_skeleton(config_path)
@@ -197,9 +203,20 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         if only is not None:
             slice_criteria[slice_.name] = only
 
+    design = load_design(doc, skeleton, cases, trials)
+    if design.trials > 1:  # pass^k of every pass/fail criterion, a criterion a policy may gate on
+        for criterion, metric in list(metrics.items()):
+            if getattr(metric, "pass_fail", False):
+                metrics[pass_all_name(criterion)] = plugins.metrics.get("proportion").factory()
+
     policy = None
     if skeleton.policy is not None:
         policy = load_policy(doc, skeleton.policy, project_dir, ("policy",))
+        for rule in policy.rules:
+            if rule.metric.endswith("." + PASS_ALL) and rule.metric not in metrics and design.trials == 1:
+                raise ConfigError(f"rule {rule.id!r} gates on {rule.metric}, which needs repeated trials",
+                                  where=policy.where.get(rule.id),
+                                  fix="add `trials: 5` to oloproof.yaml (or run with --trials 5)")
         policy.check_metrics(metrics)
 
     store = dict(skeleton.store)
@@ -216,7 +233,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                  cases=cases, evaluators=tuple(evaluators), metrics=metrics, slices=tuple(slices),
                  min_slice_support=skeleton.min_slice_support, policy=policy,
                  concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
-                 executions=executions, relevance_unit=unit, slice_criteria=slice_criteria)
+                 executions=executions, relevance_unit=unit, slice_criteria=slice_criteria, design=design)
 
 
 def slice_spec(doc: Document, spec: Any, i: int, criteria: dict) -> tuple[str, tuple[str, ...] | None]:
@@ -245,6 +262,28 @@ def slice_spec(doc: Document, spec: Any, i: int, criteria: dict) -> tuple[str, t
             raise ConfigError(f"no criterion {criterion!r} in this suite", where=doc.where(where + ("metrics", j)),
                               fix=f"did you mean {close[0]!r}?" if close else f"use one of: {', '.join(criteria)}")
     return name, tuple(dict.fromkeys(only))
+
+
+def load_design(doc: Document, skeleton: Skeleton, cases: tuple[Case, ...], trials: int | None) -> Design:
+    """``trials:`` (or ``--trials``), ``cluster:`` and ``max_cluster_size:``, checked."""
+    count = skeleton.trials if trials is None else trials
+    if count < 1:
+        where = doc.where(("trials",)) if trials is None else "--trials"
+        raise ConfigError(f"trials must be at least 1, got {count}", where=where,
+                          fix="write trials: 5 (each case runs five times), or leave it out for one")
+    if skeleton.max_cluster_size < 1:
+        raise ConfigError(f"max_cluster_size must be at least 1, got {skeleton.max_cluster_size}",
+                          where=doc.where(("max_cluster_size",)), fix="write max_cluster_size: 10")
+    path = skeleton.cluster
+    if path is not None:
+        if not path or not all(path.split(".")):
+            raise ConfigError(f"cluster must be a case field path, got {path!r}", where=doc.where(("cluster",)),
+                              fix="write cluster: metadata.source")
+        if cases and all(select(case.to_data(), path) is None for case in cases):
+            raise ConfigError(f"no case has a value at {path}, so no two cases would share a cluster",
+                              where=doc.where(("cluster",)),
+                              fix="name a field the cases have (metadata.source, input.document), or remove cluster:")
+    return Design(trials=count, cluster=path, max_cluster_size=skeleton.max_cluster_size)
 
 
 def _takes_unit(options: Any) -> bool:

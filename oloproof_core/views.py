@@ -112,6 +112,11 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
 
     support = header.get("min_slice_support", 10)
     kinds = kinds or {}
+    design = header.get("design")
+    if design:  # a run with trials or clusters: over the same units as the run (units.py)
+        from .units import Design, unit_metrics
+
+        metrics = unit_metrics(metrics, Design(**design))
     out = []
     for name in header.get("slices", []):
         shown = (header.get("slice_criteria") or {}).get(name)  # None: every criterion
@@ -127,8 +132,12 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
             for criterion, metric in metrics.items():
                 if shown is not None and criterion not in shown:
                     continue
-                judgments = [Judgment.from_data(r["judgments"][criterion]) for r in members
-                             if criterion in r.get("judgments", {})]
+                judged = [r for r in members if criterion in r.get("judgments", {})]
+                judgments = [Judgment.from_data(r["judgments"][criterion]) for r in judged]
+                if design:
+                    from .units import group
+
+                    judgments = group(judgments, [r.get("cluster") for r in judged])
                 s = metric.summarize(judgments, confidence)
                 estimate, interval, counts = cells_like(s, kinds.get(criterion))
                 cells.append({"criterion": criterion, "estimate": estimate, "interval": interval,

@@ -72,6 +72,11 @@ def render() -> str:
     out += ["`relevance_unit` is `doc` or `chunk`: the one unit the retrieval evaluators, the "
             "`relevant_position` slice and diagnose count relevance in; unset, it is the unit the evaluators "
             "name, else `doc` (retrieval-metrics.md).", ""]
+    out += ["`trials` runs every case that many times (`oloproof run --trials N` overrides it); `cluster` is a "
+            "case field path (`metadata.source`) whose shared values make cases one unit of analysis; "
+            "`max_cluster_size` is the size over which a cluster is reported. Both change the unit every "
+            "estimate and interval is over ([statistics.md](statistics.md#repeated-trials-and-clustered-cases)).",
+            ""]
     for kind, title in (("systems", "System kinds, under `system:`"),
                         ("evaluators", "Evaluators, in `evaluators:` beside `type:`"),
                         ("stores", "Stores, in `store:` beside `type:`"),

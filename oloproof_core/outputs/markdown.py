@@ -51,6 +51,14 @@ def render_markdown(view: Mapping[str, Any]) -> str:
                f"{100 * view['confidence_level']:g}% intervals", "", _gate_line(view), *_rules(view), "",
                *_table(["metric", "estimate", "interval", "counts"],
                        [[m["name"], *m["display"].values()] for m in view["metrics"]])]
+        units = view.get("units")
+        if units:  # trials or clusters: the same lines the terminal prints
+            from ..report import unit_lines
+
+            instability = {u["criterion"]: u for u in units.get("instability", [])}
+            lines = unit_lines({"instability": instability, "clusters": units.get("clusters")}, units,
+                               view["confidence_level"])
+            out += [f"- {line}" if line else line for line in lines]  # one list item a line
         if view["missing"]["cases"]:
             reasons = "; ".join(f"{r['reason']} ({r['cases']})" for r in view["missing"]["reasons"][:3])
             out += ["", f"Missing: {view['missing']['cases']} of {run['cases']} cases produced no output: {reasons}"]

@@ -13,7 +13,8 @@ def paired_line(entry: Mapping[str, Any]) -> str:
         head = "no paired observations"
     else:
         head = shown["difference"] + (f" {shown['interval']}" if shown["interval"] else "")
-    return f"{entry['name']}: {head} · {entry['paired']} paired · {entry['missing']} missing · {entry['excluded']} excluded"
+    paired = f"{entry['paired']} paired" + (f" {entry['unit']}" if entry.get("unit") else "")
+    return f"{entry['name']}: {head} · {paired} · {entry['missing']} missing · {entry['excluded']} excluded"
 
 
 def comparison_header(view: Mapping[str, Any]) -> str:
@@ -24,6 +25,14 @@ def comparison_header(view: Mapping[str, Any]) -> str:
 def comparison_body(view: Mapping[str, Any], show_slices: bool) -> list[str]:
     """Everything below the header line; the slice differences listed, or only counted."""
     body: list[str] = []
+    units = view.get("units")
+    if units:  # trials or clusters: what a pair is
+        trials = units["trials"]
+        line = "Pairs: " + (f"cluster means by {units['cluster']}" if units["cluster"] else "cases")
+        if max(trials.values()) > 1:
+            line += (f"; a case's value is its mean over its trials ({trials['candidate']} in the candidate, "
+                     f"{trials['baseline']} in the baseline)")
+        body.append(line)
     unpaired = view["unpaired"]
     if unpaired["candidate_only"] or unpaired["baseline_only"]:
         body.append(f"Unpaired: {unpaired['candidate_only']} only in {view['candidate']['id']}, "

@@ -109,7 +109,7 @@ def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Seq
         verdict = "UNDECIDED"
     else:
         verdict = summary.get("gate")  # None: no policy
-    return {
+    document = {
         "format": RUN_FORMAT, "version": VERSION,
         "run": run_ref(header),
         "confidence_level": header.get("confidence_level", 0.95),
@@ -121,6 +121,15 @@ def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Seq
         "caches": caches_of(summary.get("caches", {})),
         "exit_code": int(summary["exit_code"]),
     }
+    design = header.get("design")
+    if design:  # trials or clusters: how the run counted, the unstable cases, the clusters
+        units: dict = {"trials": design["trials"], "cluster": design["cluster"]}
+        if "instability" in summary:
+            units["instability"] = [{"criterion": name, **found} for name, found in summary["instability"].items()]
+        if "clusters" in summary:
+            units["clusters"] = summary["clusters"]
+        document["units"] = units
+    return document
 
 
 def case_criteria(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, str, dict, str | None]]:

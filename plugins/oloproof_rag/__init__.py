@@ -125,7 +125,7 @@ class RagSystem:
 
     def retrieve(self, case: Any, use_cache: bool = True) -> Retrieval:
         key = digest({"name": self.name, "retrieve": self.code["retrieve"], "index_version": self.index_version,
-                      "depth": self.depth, "input": case.input})
+                      "depth": self.depth, "input": case.input, **_trial(case)})
         found = self._cached("retrieve", key, use_cache)
         if found is not None:
             return retrieval_from_data(found)
@@ -179,7 +179,7 @@ class RagSystem:
     def generate(self, case: Any, context: Context, use_cache: bool = True) -> Any:
         # the dropped list and the budget stay out of the key, so generate is not given them
         given = Context(items=context.items, source=context.source)
-        key = digest({"generate": self.code["generate"], "input": case.input, "context": given})
+        key = digest({"generate": self.code["generate"], "input": case.input, "context": given, **_trial(case)})
         found = self._cached("generate", key, use_cache)
         if found is not None:
             return found["output"]
@@ -247,3 +247,9 @@ class RagSystem:
 @hookimpl
 def oloproof_register_systems(registry):
     registry.add("rag", RagSystem, options=Options, shorthand="object")
+
+
+def _trial(case: Any) -> dict:
+    """A later trial of a case (``trials:``) runs its stages afresh: its own stage cache keys."""
+    trial = getattr(case, "trial", 0)
+    return {"trial": trial} if trial else {}

@@ -244,3 +244,32 @@ def test_the_viewer_and_the_cache_command_on_the_team_store(team):
         viewer.stderr.close()
     cleared = run(team, "cache", "clear", "stage:generate")
     assert cleared.out.strip() == "Cleared stage:generate: 13 entries", cleared
+
+
+@pytest.mark.slow
+def test_trials_and_clusters_on_the_team_store_print_what_the_local_store_prints(pg_server, pg_schema, tmp_path):
+    """Every trial's record round-trips through postgres: the flaky_rag example's trial run, its
+    re-run from the cache, its clustered run and its diagnosis print the same on both stores."""
+    outputs = []
+    for name, block in (("team", store_block(pg_schema)), ("local", "")):
+        assert olo("init", "--example", "flaky_rag", name, cwd=tmp_path).code == 0
+        project = Project(tmp_path / name)
+        env = {"OLOPROOF_DSN": pg_server.url()}
+        for config in ("oloproof.yaml", "clustered.yaml"):
+            with open(project.root / config, "a", encoding="utf-8") as f:
+                f.write(block)
+        if block:
+            assert project.run("store", "init", env=env).code == 0
+        first = project.run("run", env=env)
+        again = project.run("run", env=env)
+        clustered = project.run("run", "--config", "clustered.yaml", env=env)
+        diagnosed = project.run("diagnose", run_id(first.out), "--intervention", "gold-context", "--criterion",
+                                "answer_correct", env=env)
+        assert "Unstable: 13 of 26 cases changed verdict across 5 trials" in first.out, first
+        assert "Cache: execution 130 hit/0 miss" in again.out, again
+        outputs.append([r.out.split("\n", 1)[1] for r in (first, clustered)] +
+                       [line for line in diagnosed.out.splitlines() if not line.startswith(
+                           ("Diagnosis ", "Child runs", "Cases:", "To test"))])
+        if block:
+            assert not (project.root / ".oloproof" / "store.db").exists()
+    assert outputs[0] == outputs[1]
