@@ -8,7 +8,6 @@ interrupted or crashed run loses no finished case.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -16,7 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 from .errors import ArtifactError, CaseMissing, ConfigError
-from .identity import digest
+from .identity import combine, digest
 from .model import Case, Execution
 from .plugins import Plugins
 from .recording import Recorder, call_with_recorder
@@ -48,10 +47,8 @@ def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugi
 def _json_safe(output: Any, case: Case) -> Any:
     from .identity import canonical
 
-    try:
-        canonical(output)
-        if isinstance(output, (dict, list, float)):  # NaN and Infinity are not JSON a strict parser reads
-            json.dumps(output, allow_nan=False, default=str)
+    try:  # serialised once: NaN and Infinity are not JSON a strict parser reads
+        canonical(output, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ArtifactError(f"case {case.id!r}: the system returned a value that is not JSON: {exc}",
                             fix="return dicts, lists, strings, numbers, booleans or None") from None
@@ -189,7 +186,8 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
     executions are counted by that run in ``caches["reused"]``.
     """
     system = suite.system
-    keys = [digest({"system": system.identity, "input": case.input}) for case in suite.cases]
+    identity = digest(system.identity)  # once per run, not once per case
+    keys = [combine(identity, digest(case.input)) for case in suite.cases]
     cached = store.cache_get_many("execution", keys) if reuses_executions(suite, use_cache) else {}
     executions: list[Execution | None] = [None] * len(suite.cases)
     misses = []
