@@ -134,6 +134,7 @@ def child_env() -> dict:
     env = dict(os.environ)
     env.pop("OLOPROOF_DISABLE_PLUGINS", None)
     env.pop("PYTHONPROFILEIMPORTTIME", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measured as installed: the warm-up runs write the bytecode
     return env
 
 
