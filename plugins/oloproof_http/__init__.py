@@ -11,7 +11,6 @@ the client.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -100,6 +99,8 @@ class RateLimiter:
 
     async def wait(self) -> None:
         if self.interval:
+            import asyncio
+
             now = time.monotonic()
             start = max(now, self.next)
             self.next = start + self.interval
@@ -190,6 +191,8 @@ class HttpSystem:
     async def request(self, case: Any) -> Any:
         """The response's JSON, or CaseMissing with the last attempt's problem. A request that
         cannot be built, or a response too large to read, is not retried."""
+        import asyncio  # here, not at import: every command loads the plugins, few send requests
+
         if self.client is None:  # made on the runner's event loop, which aiohttp binds to
             self.client = self.make_client()
         options = self.options
