@@ -7,7 +7,6 @@ interrupted or crashed run loses no finished case.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -85,6 +84,8 @@ class Executor:
 
     def run(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
         if hasattr(self.system, "aexecute"):
+            import asyncio  # only an asynchronous system's run needs the event loop
+
             asyncio.run(self._run_async(cases, done))
             return
         if self.concurrency == 1:  # no thread hand-offs: cheaper, and a debugger sees the system
@@ -111,6 +112,8 @@ class Executor:
 
     async def _run_async(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
         """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
+        import asyncio
+
         todo = iter(range(len(cases)))
 
         async def worker() -> None:
