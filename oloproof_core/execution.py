@@ -7,10 +7,11 @@ interrupted or crashed run loses no finished case.
 
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 from .errors import ArtifactError, CaseMissing, ConfigError
@@ -92,23 +93,42 @@ class Executor:
             for i, case in enumerate(cases):
                 done(i, self.finish(case, self._one(case)))
             return
-        window = self.concurrency * 4
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="oloproof-case")
-        pending: dict = {}
-        index = 0
+        # ``concurrency`` threads pull cases in order and hand each result back through one queue:
+        # no future, no per-case wait set, and the results are finished (and cached) here, in
+        # this thread, as they arrive
+        results: queue.SimpleQueue = queue.SimpleQueue()
+        todo, taking, stop = iter(range(len(cases))), threading.Lock(), threading.Event()
+
+        def worker() -> None:
+            try:
+                while not stop.is_set():
+                    with taking:
+                        i = next(todo, None)
+                    if i is None:
+                        return
+                    results.put((i, self._one(cases[i])))
+            except BaseException as exc:  # noqa: BLE001 - raised in the run's thread, below
+                results.put((None, exc))
+            finally:
+                results.put(None)
+
+        threads = [threading.Thread(target=worker, name=f"oloproof-case-{n}")
+                   for n in range(min(self.concurrency, len(cases)))]
+        for thread in threads:
+            thread.start()
+        running = len(threads)
         try:
-            while index < len(cases) or pending:
-                while index < len(cases) and len(pending) < window:
-                    pending[pool.submit(self._one, cases[index])] = index
-                    index += 1
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    i = pending.pop(future)
-                    done(i, self.finish(cases[i], future.result()))
-        finally:
-            for future in pending:
-                future.cancel()
-            pool.shutdown(wait=False, cancel_futures=True)
+            while running:
+                item = results.get()
+                if item is None:
+                    running -= 1
+                    continue
+                i, result = item
+                if i is None:
+                    raise result
+                done(i, self.finish(cases[i], result))
+        finally:  # on Ctrl-C or an error, the cases in flight finish and no other starts
+            stop.set()
 
     async def _run_async(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
         """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
