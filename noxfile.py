@@ -25,7 +25,7 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Report the speed targets as ratios to references measured in the same run (PASS or MISS,
     informative: the session never fails on a figure), then the http transports and the rest."""
-    session.install("-e", ".")
+    session.install("-e", ".", "httpx-aiohttp>=0.1.8")  # the former http client, for the comparison
     session.run("python", "benchmarks/targets.py", *session.posargs)
     session.run("python", "benchmarks/http_bench.py", "--transports")
     session.run("python", "benchmarks/fingerprint_bench.py")

@@ -126,9 +126,8 @@ def measure(work: Path, repeat: int, large: list[int]) -> dict:
     # -- start-up and the 1-case run ------------------------------------------------------------
     one = make_project(work / "one-case", 1, None)
     cold(one)  # warm-up
-    run_id = json.loads(olo(["runs", "--format", "json"], one).stdout)[0]["id"]
     commands = {"--help": ["--help"], "runs": ["runs"], "plugins": ["plugins"],
-                "inspect (one case)": ["inspect", run_id, "--case", "case-000000"]}
+                "inspect (one case)": ["inspect", "latest", "--case", "case-000000"]}
     for argv in commands.values():
         olo(argv, one)  # warm-up
     timings: dict[str, list[Child]] = {name: [] for name in commands}

@@ -5,10 +5,7 @@ timings are benchmarks/targets.py's)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 from conftest import case, olo
@@ -23,16 +20,6 @@ def imported(stderr: str) -> set[str]:
 
 def roots(modules: set[str]) -> set[str]:
     return {m.split(".")[0] for m in modules}
-
-
-def test_importing_oloproof_loads_neither_numpy_nor_scipy(tmp_path):
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import oloproof"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    modules = imported(proc.stderr)
-    assert "oloproof" in modules and "oloproof_core.stats" in modules  # the report is read right
-    assert not roots(modules) & set(HEAVY), sorted(m for m in modules if m.split(".")[0] in HEAVY)
 
 
 @pytest.mark.slow  # five commands, each a fresh interpreter
