@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import Child, child_env, load_average, log, oloproof_command, table
+from run import Child, child_env, load_average, log, oloproof_command, save_json, table
 
 # The targets are benchmarks/targets.py's, as ratios to a bare aiohttp loop measured in the same run;
 # the figures here (ratios to the ideal, the transports) are the detail behind them.
@@ -438,9 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result = benchmark(Path(tmp), args.cases, args.repeat, args.requests)
     (report_transports if args.transports else report)(result)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        log(f"figures written to {args.json}")
+    save_json(args.json, result)
     return 0
 
 

@@ -35,12 +35,11 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import http_bench  # the stand-in server and the HTTP projects
-from run import Child, child_env, load_average, log, make_project, oloproof_command, table
+from run import Child, child_env, load_average, log, make_project, oloproof_command, save_json, table, workdir
 
 HTTP_CASES = 1000
 CACHED_CASES = 1000
@@ -216,17 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeat < 1 or min(args.large) < 1:
         parser.error("--repeat and --large must be at least 1")
-    if args.workdir:
-        work = Path(args.workdir).resolve()
-        work.mkdir(parents=True, exist_ok=True)
+    with workdir(args.workdir, "oloproof-targets-") as work:
         result = measure(work, args.repeat, args.large)
-    else:
-        with tempfile.TemporaryDirectory(prefix="oloproof-targets-") as tmp:
-            result = measure(Path(tmp), args.repeat, args.large)
     report(result)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        log(f"figures written to {args.json}")
+    save_json(args.json, result)
     return 0
 
 
