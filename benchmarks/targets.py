@@ -55,7 +55,10 @@ def olo(argv: list[str], cwd: Path) -> Child:
 
 def cold(project: Path) -> Child:
     shutil.rmtree(project / ".oloproof", ignore_errors=True)
-    return olo(["run"], project)
+    child = olo(["run"], project)
+    if "Missing:" in child.stdout:  # a run whose cases fail is fast: its figures would mean nothing
+        raise RuntimeError(f"`oloproof run` in {project.name} missed cases:\n{child.stdout[-2000:]}")
+    return child
 
 
 def bare_loop(url: str, concurrency: int, requests: int) -> Child:
