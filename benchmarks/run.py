@@ -193,6 +193,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value:.1f} MiB"
     if unit == "KiB/case":
         return f"{value:.2f} KiB/case"
+    if unit == "×":
+        return f"{value:.2f}×"
     return f"{value:g} {unit}"
 
 

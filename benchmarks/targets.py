@@ -39,7 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import http_bench  # the stand-in server and the HTTP projects
-from run import Child, child_env, load_average, log, make_project, oloproof_command, save_json, table, workdir
+from run import (Child, child_env, fmt, load_average, log, make_project, oloproof_command, save_json, table,
+                 workdir)
 
 HTTP_CASES = 1000
 CACHED_CASES = 1000
@@ -174,7 +175,7 @@ def measure(work: Path, repeat: int, large: list[int]) -> dict:
             bigs.append(cold(project))
         rss += [c.max_rss_mb for c in bigs]
         per_case = (med(bigs, "cpu") - med(smalls, "cpu")) * 1000 / n
-        figures.add(f"no-op callable, {n:,} cases: framework CPU per case", per_case, "ms", "<", 0.1,
+        figures.add(f"no-op callable, {n:,} cases: framework CPU per case", per_case, "ms/case", "<", 0.1,
                     f"(CPU {med(bigs, 'cpu'):.2f} s - 1-case CPU {med(smalls, 'cpu'):.2f} s) ÷ {n}; "
                     f"wall {spread(bigs)}; peak RSS {max(c.max_rss_mb for c in bigs):.0f} MiB")
 
@@ -183,16 +184,6 @@ def measure(work: Path, repeat: int, large: list[int]) -> dict:
     return {"figures": figures.rows, "repeat": repeat,
             "environment": {"python": sys.version.split()[0], "cpus": os.cpu_count(),
                             "load_average_start": load_before, "load_average_end": load_average()}}
-
-
-def fmt(value: float, unit: str) -> str:
-    if unit == "ms":
-        return f"{value:.4f} ms"
-    if unit == "×":
-        return f"{value:.2f}×"
-    if unit == "MiB":
-        return f"{value:.0f} MiB"
-    return f"{value:.3f} {unit}"
 
 
 def report(result: dict) -> None:

@@ -426,7 +426,8 @@ def test_brentq_returns_scipys_root_float_for_float():
         threshold = math.log(2 / [0.05, 0.1, 0.01][trial % 3])
         mean = float(levels @ counts) / counts.sum()
         for upward, (a, b) in ((True, (1e-15, mean)), (False, (mean, 1 - 1e-15))):
-            def excess(m: float, upward: bool = upward) -> float:
+            def excess(m: float, upward: bool = upward, levels=levels, counts=counts,
+                       threshold: float = threshold) -> float:
                 return _log_capital(levels, counts, m, upward) - threshold
 
             if a < b and excess(1e-15 if upward else 1 - 1e-15) > 0:
