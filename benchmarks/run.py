@@ -30,6 +30,7 @@ spread, and the CPU figures (user+sys of the child) move far less with the load.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -40,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 TARGETS = {  # figure -> (target, unit)
@@ -134,6 +136,7 @@ def child_env() -> dict:
     env = dict(os.environ)
     env.pop("OLOPROOF_DISABLE_PLUGINS", None)
     env.pop("PYTHONPROFILEIMPORTTIME", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measured as installed: the warm-up runs write the bytecode
     return env
 
 
@@ -190,6 +193,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value:.1f} MiB"
     if unit == "KiB/case":
         return f"{value:.2f} KiB/case"
+    if unit == "×":
+        return f"{value:.2f}×"
     return f"{value:g} {unit}"
 
 
@@ -202,6 +207,26 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def workdir(folder: str | None, prefix: str) -> Iterator[Path]:
+    """``folder`` (kept afterwards, to profile its projects), else a temporary directory."""
+    if folder:
+        path = Path(folder).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        log(f"projects kept in {path}")
+    else:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            yield Path(tmp)
+
+
+def save_json(path: str | None, result: dict) -> None:
+    """``--json FILE``: the figures as JSON too."""
+    if path:
+        Path(path).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        log(f"figures written to {path}")
 
 
 # -- the benchmark ------------------------------------------------------------------------------
@@ -373,14 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cases < 1 or args.repeat < 1 or args.startup_runs < 1 or args.baseline_runs < 1:
         parser.error("--cases, --repeat, --startup-runs and --baseline-runs must be at least 1")
 
-    if args.workdir:
-        work = Path(args.workdir).resolve()
-        work.mkdir(parents=True, exist_ok=True)
+    with workdir(args.workdir, "oloproof-bench-") as work:
         result = measure(args, work)
-        log(f"projects kept in {work}")
-    else:
-        with tempfile.TemporaryDirectory(prefix="oloproof-bench-") as tmp:
-            result = measure(args, Path(tmp))
     report(result)
     if not args.no_http:  # the http system against a local server: benchmarks/http_bench.py
         import http_bench
@@ -388,9 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="oloproof-http-bench-") as tmp:
             result["http"] = http_bench.benchmark(Path(tmp), args.http_cases, args.repeat)
         http_bench.report(result["http"])
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        log(f"figures written to {args.json}")
+    save_json(args.json, result)
     return 0
 
 

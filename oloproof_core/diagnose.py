@@ -21,7 +21,7 @@ from .recording import call_with_recorder
 from .relevance import Evidence, observe
 from .execution import to_execution
 from .runner import new_run_id
-from .units import combine
+from .units import combine_trials
 
 ORDER = ("RETRIEVAL_MISS", "RANKED_OUT", "CONTEXT_ASSEMBLY_LOSS", "GENERATION_FAILURE", "UNRESOLVED")
 # the label a recovered case gets from where the run left its relevant evidence
@@ -144,7 +144,7 @@ class Diagnosis:
             done = list(pool.map(one, [(r, t) for r in selected for t in range(self.trials)]))
         count = self.trials
         by_case = [done[i * count:(i + 1) * count] for i in range(len(selected))]
-        results = [(runs[0][0], runs[0][1], combine([j for _, _, j in runs])) for runs in by_case]
+        results = [(runs[0][0], runs[0][1], combine_trials([j for _, _, j in runs])) for runs in by_case]
         header = {"id": run_id, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "system": self.header["system"], "config": self.header.get("config"),
                   "evaluators": {self.criterion: self.header["evaluators"][self.criterion]},

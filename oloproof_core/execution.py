@@ -7,15 +7,14 @@ interrupted or crashed run loses no finished case.
 
 from __future__ import annotations
 
-import asyncio
-import json
+import queue
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 from .errors import ArtifactError, CaseMissing, ConfigError
-from .identity import digest
+from .identity import combine, digest
 from .model import Case, Execution
 from .plugins import Plugins
 from .recording import Recorder, call_with_recorder
@@ -47,10 +46,8 @@ def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugi
 def _json_safe(output: Any, case: Case) -> Any:
     from .identity import canonical
 
-    try:
-        canonical(output)
-        if isinstance(output, (dict, list, float)):  # NaN and Infinity are not JSON a strict parser reads
-            json.dumps(output, allow_nan=False, default=str)
+    try:  # serialised once: NaN and Infinity are not JSON a strict parser reads
+        canonical(output, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ArtifactError(f"case {case.id!r}: the system returned a value that is not JSON: {exc}",
                             fix="return dicts, lists, strings, numbers, booleans or None") from None
@@ -87,32 +84,55 @@ class Executor:
 
     def run(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
         if hasattr(self.system, "aexecute"):
+            import asyncio  # only an asynchronous system's run needs the event loop
+
             asyncio.run(self._run_async(cases, done))
             return
         if self.concurrency == 1:  # no thread hand-offs: cheaper, and a debugger sees the system
             for i, case in enumerate(cases):
                 done(i, self.finish(case, self._one(case)))
             return
-        window = self.concurrency * 4
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="oloproof-case")
-        pending: dict = {}
-        index = 0
+        # ``concurrency`` threads pull cases in order and hand each result back through one queue:
+        # no future, no per-case wait set, and the results are finished (and cached) here, in
+        # this thread, as they arrive
+        results: queue.SimpleQueue = queue.SimpleQueue()
+        todo, taking, stop = iter(range(len(cases))), threading.Lock(), threading.Event()
+
+        def worker() -> None:
+            try:
+                while not stop.is_set():
+                    with taking:
+                        i = next(todo, None)
+                    if i is None:
+                        return
+                    results.put((i, self._one(cases[i])))
+            except BaseException as exc:  # noqa: BLE001 - raised in the run's thread, below
+                results.put((None, exc))
+            finally:
+                results.put(None)
+
+        threads = [threading.Thread(target=worker, name=f"oloproof-case-{n}")
+                   for n in range(min(self.concurrency, len(cases)))]
+        for thread in threads:
+            thread.start()
+        running = len(threads)
         try:
-            while index < len(cases) or pending:
-                while index < len(cases) and len(pending) < window:
-                    pending[pool.submit(self._one, cases[index])] = index
-                    index += 1
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    i = pending.pop(future)
-                    done(i, self.finish(cases[i], future.result()))
-        finally:
-            for future in pending:
-                future.cancel()
-            pool.shutdown(wait=False, cancel_futures=True)
+            while running:
+                item = results.get()
+                if item is None:
+                    running -= 1
+                    continue
+                i, result = item
+                if i is None:
+                    raise result
+                done(i, self.finish(cases[i], result))
+        finally:  # on Ctrl-C or an error, the cases in flight finish and no other starts
+            stop.set()
 
     async def _run_async(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
         """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
+        import asyncio
+
         todo = iter(range(len(cases)))
 
         async def worker() -> None:
@@ -157,12 +177,13 @@ def reuses_executions(suite: Suite, use_cache: bool = True) -> bool:
     return suite.executions == "reuse" or not getattr(suite.system, "opaque", False)
 
 
-def execution_key(system: Any, case: Case) -> str:
-    """The execution cache key of a case: the system's identity and the case's input, and the trial
-    when it is not the first (so a run without trials keeps its keys, and each trial is cached apart)."""
+def execution_key(identity: str, case: Case) -> str:
+    """The execution cache key of a case: the digest of the system's identity, the case's input, and
+    the trial when it is not the first (so a run without trials keeps its keys, and each trial is
+    cached apart)."""
     if case.trial:
-        return digest({"system": system.identity, "input": case.input, "trial": case.trial})
-    return digest({"system": system.identity, "input": case.input})
+        return combine(identity, digest(case.input), digest({"trial": case.trial}))
+    return combine(identity, digest(case.input))
 
 
 def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_cache: bool = True,
@@ -176,7 +197,8 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
     executions are counted by that run in ``caches["reused"]``.
     """
     system = suite.system
-    keys = [execution_key(system, case) for case in suite.cases]
+    identity = digest(system.identity)  # once per run, not once per case
+    keys = [execution_key(identity, case) for case in suite.cases]
     cached = store.cache_get_many("execution", keys) if reuses_executions(suite, use_cache) else {}
     executions: list[Execution | None] = [None] * len(suite.cases)
     misses = []

@@ -127,11 +127,13 @@ class _Strict(ValueError):
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict:
-    obj: dict = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _Strict(f"duplicate key {key!r}")
-        obj[key] = value
+    obj = dict(pairs)  # built in C; a duplicate key leaves it shorter than the pairs
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Strict(f"duplicate key {key!r}")
+            seen.add(key)
     return obj
 
 

@@ -20,11 +20,22 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def canonical(data: Any) -> str:
-    """The canonical JSON of plain data: sorted keys, no whitespace, UTF-8 kept."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+def canonical(data: Any, allow_nan: bool = True) -> str:
+    """The canonical JSON of plain data: sorted keys, no whitespace, UTF-8 kept.
+
+    :param allow_nan: False raises ValueError for NaN and infinities (not JSON a strict parser reads).
+    """
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=allow_nan,
+                      default=_default)
 
 
 def digest(data: Any) -> str:
     """sha256 hex of the canonical JSON of ``data``."""
     return hashlib.sha256(canonical(data).encode("utf-8")).hexdigest()
+
+
+def combine(*digests: str) -> str:
+    """sha256 hex of digests of parts, in order: the key of a whole whose parts are digested once
+    each (the system's identity once per run, each case's input once), not serialised again for
+    every key they belong to."""
+    return hashlib.sha256(":".join(digests).encode("ascii")).hexdigest()

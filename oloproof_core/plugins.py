@@ -39,10 +39,17 @@ def make_plugin_manager(*, entry_points: bool = True, disabled: Iterable[str] = 
     pm.distributions = {}  # plugin name -> (distribution, version)
     for name in disabled:  # block first: a disabled plugin is never imported
         pm.set_blocked(name)
+    about: dict[int, tuple[str, str]] = {}  # id(distribution) -> (name, version): its METADATA parsed once
     for ep in _entry_points() if entry_points else ():
         if pm.is_blocked(ep.name) or pm.has_plugin(ep.name):
             continue
-        dist = (ep.dist.name, ep.dist.version) if ep.dist is not None else ("<unknown>", "")
+        if ep.dist is None:
+            dist = ("<unknown>", "")
+        else:
+            if id(ep.dist) not in about:
+                metadata = ep.dist.metadata
+                about[id(ep.dist)] = (metadata["Name"], metadata["Version"])
+            dist = about[id(ep.dist)]
         try:
             pm.register(ep.load(), name=ep.name)
         except Exception as exc:  # ImportError and PluginValidationError alike

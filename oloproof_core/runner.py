@@ -16,11 +16,11 @@ from attrs import field, frozen
 from .errors import EvaluationError, ExitCode
 from .execution import execute_cases
 from .gate import Decision, decide_policy, gate, policy_data
-from .identity import digest
+from .identity import combine, digest
 from .model import Case, Execution, Judgment, Summary
 from .plugins import Plugins
 from .suite import Suite
-from .units import cluster_of, combine, derived_criteria, group, pass_all, pass_all_name, unit_figures, unit_metrics
+from .units import cluster_of, combine_trials, derived_criteria, group, pass_all, pass_all_name, unit_figures, unit_metrics
 from .writer import CacheWriter
 
 @frozen(kw_only=True)
@@ -80,8 +80,9 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     """
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
+    identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
     for i, (case, execution) in enumerate(pairs):
-        case_data, record = case.to_data(), None
+        pair = None  # the digest of the case and its execution, made once for all evaluators
         for spec in specs:
             evaluator = spec.evaluator
             exclude = getattr(evaluator, "exclude", None)
@@ -93,9 +94,9 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
             elif execution.missing is not None:
                 judgments[i][evaluator.criterion] = Judgment.missing(execution.missing)
             else:
-                if record is None:
-                    record = execution.to_data()
-                todo.append((i, spec, digest({"evaluator": spec.identity, "case": case_data, "execution": record})))
+                if pair is None:
+                    pair = digest({"case": case.to_data(), "execution": execution.to_data()})
+                todo.append((i, spec, combine(identities[id(spec)], pair)))
     cached = store.cache_get_many("judgment", [key for _, _, key in todo]) if use_cache else {}
     pending = []
     for i, spec, key in todo:
@@ -193,7 +194,7 @@ def run_trials(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_cac
         case: dict = {}
         for criterion, metric in suite.metrics.items():
             if criterion in runs[0][1]:
-                case[criterion] = combine([j[criterion] for _, j in runs])
+                case[criterion] = combine_trials([j[criterion] for _, j in runs])
                 if getattr(metric, "pass_fail", False):
                     case[pass_all_name(criterion)] = pass_all([j[criterion] for _, j in runs])
         firsts.append(runs[0][0])

@@ -7,8 +7,8 @@ The methods are the ones that reproduce the documented numbers (see ``docs/stati
   constant bets of Waudby-Smith & Ramdas (2024), "Estimating means of bounded random variables by
   betting", *JRSS-B* 86(1):1-27.
 
-Pure functions of plain numbers. scipy is imported inside the functions that need it, so importing
-this module stays cheap.
+Pure functions of plain numbers. numpy and scipy are imported inside the functions that need them,
+so importing this module (and ``oloproof``) stays cheap for the commands that compute no interval.
 """
 
 from __future__ import annotations
@@ -17,16 +17,40 @@ import math
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-#: The fixed grid of constant bets u_d = d/20, d = 1..19 ("diversified Kelly").
-BETS = np.arange(1, 20) / 20.0
-_LOG_GRID = math.log(len(BETS))
+if TYPE_CHECKING:
+    import numpy as np
+
+#: The fixed grid of constant bets u_d = d/20, d = 1..19 ("diversified Kelly"); ``BETS`` is the
+#: same grid as a numpy array, made on first use (module ``__getattr__``) so that importing this
+#: module does not import numpy.
+_GRID = 19
+_LOG_GRID = math.log(_GRID)
 # Candidate means this close to 0 or 1 are treated as the boundary itself: a bound closer to the
 # boundary than this is reported as the boundary.
 _EDGE = 1e-15
 # Outward rounding treats a value within this fraction of a step of a grid point as on it.
 _SNAP = 1e-9
+
+
+def __getattr__(name: str):
+    if name == "BETS":
+        return _bets()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _bets() -> np.ndarray:
+    import numpy as np
+
+    global _BETS
+    if _BETS is None:
+        _BETS = np.arange(1, _GRID + 1) / 20.0
+        _BETS.flags.writeable = False
+    return _BETS
+
+
+_BETS = None
 
 
 def _check_confidence(confidence: float) -> float:
@@ -52,11 +76,82 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
         raise ValueError(f"need 0 <= k <= n, got k={k!r}, n={n!r}")
     if n == 0:
         return 0.0, 1.0
-    from scipy.special import betaincinv
-
-    lower = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, alpha / 2))
-    upper = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1 - alpha / 2))
+    lower = 0.0 if k == 0 else beta_quantile(k, n - k + 1, alpha / 2)
+    upper = 1.0 if k == n else beta_quantile(k + 1, n - k, 1 - alpha / 2)
     return lower, upper
+
+
+def beta_quantile(a: float, b: float, p: float) -> float:
+    """Return the quantile ``p`` of the Beta(a, b) distribution: x with I_x(a, b) = p.
+
+    Newton's method on :func:`beta_cdf` (whose derivative is the Beta density), kept inside a
+    bracket that shrinks at every step and bisected whenever a Newton step would leave it, until the
+    step or the bracket is a few units in the last place of x. Equal to
+    ``scipy.special.betaincinv(a, b, p)`` within 1e-12 (tested up to n = 100,000), without
+    scipy.special's import (a third of a second).
+    """
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    log_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    lo, hi = 0.0, 1.0
+    x = a / (a + b)  # the mean: a start inside the bracket
+    for _ in range(400):
+        excess = beta_cdf(a, b, x) - p
+        if excess == 0.0:
+            return x
+        if excess > 0.0:
+            hi = x
+        else:
+            lo = x
+        log_density = (a - 1.0) * math.log(x) + (b - 1.0) * math.log1p(-x) + log_norm
+        step = excess / math.exp(log_density) if log_density > -700.0 else math.inf
+        candidate = x - step
+        if not lo < candidate < hi:  # bisect: halve the bracket, or its ratio when it spans magnitudes
+            candidate = hi / 2.0 if lo == 0.0 else math.sqrt(lo * hi) if hi > 4.0 * lo else (lo + hi) / 2.0
+        if abs(candidate - x) <= 4.0 * math.ulp(candidate) or hi - lo <= 4.0 * math.ulp(hi):
+            return candidate
+        x = candidate
+    return x
+
+
+def beta_cdf(a: float, b: float, x: float) -> float:
+    """Return the regularized incomplete beta function I_x(a, b), for a, b > 0.
+
+    x^a (1-x)^b / (a B(a, b)) times the continued fraction of Abramowitz & Stegun (1964), 26.5.8,
+    evaluated by the modified Lentz method (Thompson & Barnett 1986), on the side of the mean where it
+    converges fast (I_x(a, b) = 1 - I_{1-x}(b, a) on the other).
+    """
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1.0) / (a + b + 2.0):
+        return 1.0 - beta_cdf(b, a, 1.0 - x)
+    log_front = (a * math.log(x) + b * math.log1p(-x) + math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                 - math.log(a))
+    return math.exp(log_front) * _beta_fraction(a, b, x)
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 100_000):
+        m2 = 2 * m
+        for numerator in (m * (b - m) * x / ((a - 1.0 + m2) * (a + m2)),
+                          -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            step = d * c
+            h *= step
+        if abs(step - 1.0) < 1e-16:
+            return h
+    raise ValueError(f"the incomplete beta fraction did not converge for a={a}, b={b}, x={x}")
 
 
 def _log_capital(levels: np.ndarray, counts: np.ndarray, m: float, upward: bool) -> float:
@@ -66,7 +161,10 @@ def _log_capital(levels: np.ndarray, counts: np.ndarray, m: float, upward: bool)
     K⁻(m) = (1/19) Σ_d Π_i [1 - (u_d/(1-m))(y_i - m)]; equal values share a factor, so one call
     costs O(19 × distinct levels).
     """
-    scale = BETS / m if upward else -BETS / (1.0 - m)
+    import numpy as np
+
+    bets = _bets()
+    scale = bets / m if upward else -bets / (1.0 - m)
     log_products = np.log1p(np.multiply.outer(scale, levels - m)) @ counts
     top = float(log_products.max())
     return top + math.log(float(np.exp(log_products - top).sum())) - _LOG_GRID
@@ -78,7 +176,7 @@ def _betting_bounds(levels: np.ndarray, counts: np.ndarray, alpha: float) -> tup
     The lower bound is the root of K⁺(m) = 2/α on (0, ȳ], the upper bound the root of
     K⁻(m) = 2/α on [ȳ, 1); K⁺ falls and K⁻ rises in m, so each root is unique (brentq).
     """
-    from scipy.optimize import brentq
+    from scipy.optimize import brentq  # only where a betting interval is computed
 
     threshold = math.log(2.0 / alpha)
     mean = float(levels @ counts) / float(counts.sum())
@@ -89,9 +187,9 @@ def _betting_bounds(levels: np.ndarray, counts: np.ndarray, alpha: float) -> tup
     lower, upper = 0.0, 1.0
     if mean > _EDGE and excess(_EDGE, True) > 0:
         # At m = ȳ the capital is at most 1 < 2/α (log(1+x) <= x), so the bracket changes sign.
-        lower = brentq(excess, _EDGE, mean, args=(True,), xtol=1e-14)
+        lower = brentq(lambda m: excess(m, True), _EDGE, mean, xtol=1e-14)
     if mean < 1 - _EDGE and excess(1 - _EDGE, False) > 0:
-        upper = brentq(excess, mean, 1 - _EDGE, args=(False,), xtol=1e-14)
+        upper = brentq(lambda m: excess(m, False), mean, 1 - _EDGE, xtol=1e-14)
     return float(lower), float(upper)
 
 
@@ -110,6 +208,8 @@ def betting_interval(
     :param hi: largest value a case can take, greater than ``lo``.
     :return: (lower, upper) on the scale of the values.
     """
+    import numpy as np
+
     alpha = _check_confidence(confidence)
     if not hi > lo:
         raise ValueError(f"need lo < hi, got lo={lo!r}, hi={hi!r}")
@@ -144,6 +244,8 @@ def paired_difference(
     :return: (mean difference, lower, upper) as fractions in [-1, 1]; with no pairs the mean is
         nan and the interval (-1.0, 1.0).
     """
+    import numpy as np
+
     cand = np.asarray(candidate, dtype=float).ravel()
     base = np.asarray(baseline, dtype=float).ravel()
     if cand.shape != base.shape:
@@ -190,6 +292,8 @@ def planning_total(
     :return: the smallest deciding total, or None when b + c == 0 or nothing up to ``limit``
         decides.
     """
+    import numpy as np
+
     alpha = _check_confidence(confidence)
     if n <= 0 or b < 0 or c < 0 or b + c > n:
         raise ValueError(f"need 0 <= b, 0 <= c, b + c <= n and n > 0, got b={b}, c={c}, n={n}")
@@ -201,8 +305,9 @@ def planning_total(
     m0 = (1.0 - margin) / 2.0  # -margin on the [0, 1] scale of y = (d + 1)/2
     levels = np.array([0.0, 0.5, 1.0])
     # Per-bet log factors for the levels d = -1, 0, +1 at m0: rows are bets, columns levels.
-    log_up = np.log1p(np.multiply.outer(BETS / m0, levels - m0))
-    log_down = np.log1p(np.multiply.outer(-BETS / (1.0 - m0), levels - m0))
+    bets = _bets()
+    log_up = np.log1p(np.multiply.outer(bets / m0, levels - m0))
+    log_down = np.log1p(np.multiply.outer(-bets / (1.0 - m0), levels - m0))
 
     def decided(log_factors: np.ndarray, grouped: np.ndarray) -> np.ndarray:
         log_products = log_factors @ grouped  # bets × totals

@@ -60,7 +60,7 @@ def cluster_of(case: Case, path: str | None) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
-def combine(trials: Sequence[Judgment]) -> Judgment:
+def combine_trials(trials: Sequence[Judgment]) -> Judgment:
     """One case's judgment from its trials' judgments of one criterion.
 
     Excluded when the evaluator does not apply; missing when any trial is missing (so a missing
@@ -88,8 +88,8 @@ def combine(trials: Sequence[Judgment]) -> Judgment:
 
 def pass_all(trials: Sequence[Judgment]) -> Judgment:
     """pass^k of one case: pass when every trial passed, fail when any failed (missing, excluded as
-    :func:`combine`)."""
-    joined = combine(trials)
+    :func:`combine_trials`)."""
+    joined = combine_trials(trials)
     if not joined.observed:
         return joined
     ok = joined.status == "pass"

@@ -4,13 +4,13 @@
 as that artifact type. Header values may name environment variables (``${API_KEY}``); their
 values are never part of the identity, the store, logs or exports. Connection errors, timeouts,
 invalid JSON, 408, 429 (honouring Retry-After) and 5xx are retried with exponential backoff and
-full jitter; a case still failing after the retries is missing (``http_error: 503``). docs/http.md
-has every option and the measurements behind the transport.
+full jitter; a case still failing after the retries is missing (``http_error: 503``). Requests go
+through aiohttp's own client session; docs/http.md has every option and the measurements behind
+the client.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -99,6 +99,8 @@ class RateLimiter:
 
     async def wait(self) -> None:
         if self.interval:
+            import asyncio
+
             now = time.monotonic()
             start = max(now, self.next)
             self.next = start + self.interval
@@ -107,29 +109,37 @@ class RateLimiter:
 
 
 def failure(exc: BaseException) -> str:
-    """The missing reason of a request that got no response.
+    """The missing reason of a request that got no response: ``timeout``, or
+    ``connection_error: <the transport's exception>``.
 
-    The aiohttp transport maps every connection error to ``httpx.ConnectTimeout``; its cause says
-    what really happened (a reset is not a timeout).
+    aiohttp's exceptions name what happened (``ClientConnectorError``: refused, ``ClientOSError``:
+    reset). An httpx client over the aiohttp transport maps every connection error to
+    ``httpx.ConnectTimeout``; its cause says what really happened (a reset is not a timeout).
     """
-    cause = exc.__cause__ if exc.__cause__ is not None else exc
+    cause = exc.__cause__ if exc.__cause__ is not None and type(exc).__module__.startswith("httpx") else exc
     if isinstance(exc, TimeoutError) or isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__:
         return "timeout"
     return f"connection_error: {type(cause).__name__}"
 
 
 def client_maker(options: Options, headers: dict[str, str]) -> Callable[[], Any]:
-    """What makes the run's ``httpx.AsyncClient``, over aiohttp's connection pool.
+    """What makes the run's client: an ``aiohttp.ClientSession`` with a pool of ``concurrency``
+    connections, no cookie jar and no redirects (as httpx's defaults).
 
-    httpx's own pool costs more per request the more connections it holds (encode/httpx#3215); on
-    aiohttp's, the same client sustains 6-12x the requests per second (docs/http.md).
+    aiohttp's own session costs a third of the CPU per request of an ``httpx.AsyncClient`` over
+    aiohttp's pool (httpx's request and response objects, its cookie handling), so the per-case
+    path uses it directly (docs/http.md has the measurements). ``make_client`` may also return an
+    ``httpx.AsyncClient`` (any httpx transport, e.g. ``httpx.MockTransport``), sent through httpx's
+    API.
     """
-    import httpx
-    from httpx_aiohttp import AiohttpTransport
+    import aiohttp
 
-    limits = httpx.Limits(max_connections=options.concurrency, max_keepalive_connections=options.concurrency)
-    return lambda: httpx.AsyncClient(timeout=options.timeout, headers=headers,
-                                     transport=AiohttpTransport(limits=limits))
+    def make() -> Any:
+        connector = aiohttp.TCPConnector(limit=options.concurrency or 0, limit_per_host=0)
+        return aiohttp.ClientSession(connector=connector, headers=headers, cookie_jar=aiohttp.DummyCookieJar(),
+                                     timeout=aiohttp.ClientTimeout(total=options.timeout))
+
+    return make
 
 
 class HttpSystem:
@@ -154,19 +164,21 @@ class HttpSystem:
         self.records = frozenset(options.artifacts)
         self.concurrency = options.concurrency
         self.limiter = RateLimiter(options.requests_per_second)
-        import httpx  # the suite is being loaded: heavy imports belong here, never at import time
+        from yarl import URL  # the suite is being loaded: heavy imports belong here, never at import time
 
         try:
-            self.url = httpx.URL(options.url)  # parsed once, not for every request
-        except httpx.InvalidURL as exc:
+            self.url = URL(options.url)  # parsed once, not for every request
+            if not self.url.host:
+                raise ValueError("it names no host")
+        except (TypeError, ValueError) as exc:
             raise ConfigError(f"url {options.url!r} is not a valid URL: {exc}", fix="write http://host:port/path") from None
         self.make_client = client_maker(options, self.headers)
         self.client: Any = None
 
     async def aclose(self) -> None:
         if self.client is not None:
-            await self.client.aclose()
-            self.client = None
+            client, self.client = self.client, None
+            await (client.aclose() if hasattr(client, "aclose") else client.close())
 
     async def aexecute(self, case: Any, recorder: Any) -> Any:
         body = await self.request(case)
@@ -179,6 +191,8 @@ class HttpSystem:
     async def request(self, case: Any) -> Any:
         """The response's JSON, or CaseMissing with the last attempt's problem. A request that
         cannot be built, or a response too large to read, is not retried."""
+        import asyncio  # here, not at import: every command loads the plugins, few send requests
+
         if self.client is None:  # made on the runner's event loop, which aiohttp binds to
             self.client = self.make_client()
         options = self.options
@@ -217,19 +231,30 @@ class HttpSystem:
     async def send(self, content: bytes) -> tuple[int, Any, bytes]:
         """One attempt: the status, the headers and the body, read no further than
         ``max_response_bytes``."""
+        if not hasattr(self.client, "stream"):  # aiohttp's session
+            async with self.client.request(self.method, self.url, data=content, headers=JSON,
+                                           allow_redirects=False) as response:
+                return response.status, response.headers, await self.body(response.headers,
+                                                                          response.content.iter_any())
+        async with self.client.stream(self.method, str(self.url), content=content, headers=JSON) as response:
+            return response.status_code, response.headers, await self.body(response.headers, response.aiter_bytes())
+
+    async def body(self, headers: Any, chunks: Any) -> bytes:
+        """The response body from its chunks; TooLarge past ``max_response_bytes``, declared or read."""
         limit = self.options.max_response_bytes
-        async with self.client.stream(self.method, self.url, content=content,
-                                      headers={"Content-Type": "application/json"}) as response:
-            declared = response.headers.get("Content-Length", "")
-            if declared.isdigit() and int(declared) > limit:
-                raise TooLarge(f"{declared} bytes, over max_response_bytes {limit}")
-            chunks, size = [], 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > limit:
-                    raise TooLarge(f"over max_response_bytes {limit}")
-                chunks.append(chunk)
-            return response.status_code, response.headers, b"".join(chunks)
+        declared = headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise TooLarge(f"{declared} bytes, over max_response_bytes {limit}")
+        parts, size = [], 0
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > limit:
+                raise TooLarge(f"over max_response_bytes {limit}")
+            parts.append(chunk)
+        return b"".join(parts)
+
+
+JSON = {"Content-Type": "application/json"}
 
 
 class TooLarge(Exception):
@@ -239,13 +264,14 @@ class TooLarge(Exception):
 def local(exc: BaseException) -> bool:
     """Whether an attempt failed before anything was sent, for a reason a retry cannot change (a
     request that cannot be built). Timeouts, refused and reset connections are not local."""
-    import httpx
+    module = type(exc).__module__
+    if module.startswith("httpx"):
+        import httpx
 
-    if isinstance(exc, (httpx.LocalProtocolError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
-        return True
-    if isinstance(exc, (httpx.TransportError, TimeoutError, OSError)):
+        return isinstance(exc, (httpx.LocalProtocolError, httpx.UnsupportedProtocol, httpx.InvalidURL))
+    if isinstance(exc, (TimeoutError, OSError)):
         return False
-    return not type(exc).__module__.startswith(("aiohttp", "httpx", "asyncio"))
+    return not module.startswith(("aiohttp", "asyncio"))
 
 
 def field_at(body: Any, path: str | None, option: str, fix: str) -> Any:

@@ -343,7 +343,8 @@ def test_outward_rounding():
 
 
 def test_import_does_not_load_scipy():
-    code = "import sys, oloproof_core.stats; assert 'scipy' not in sys.modules, 'scipy loaded'"
+    code = ("import sys, oloproof_core.stats; assert not {'scipy', 'numpy'} & set(sys.modules), "
+            "'scipy or numpy loaded'")
     path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     command = [sys.executable, "-W", "error", "-c", code]
@@ -366,3 +367,44 @@ def test_every_shown_estimate_rounds_ties_away_from_zero():
     assert fixed(0.6925, 3) == "0.693" and fixed(0.8655, 3) == "0.866" and fixed(-0.0625, 3) == "-0.063"
     assert points_cells(1 / 16, -0.2, 0.3)[0] == "+6.3 points" and points_cells(-1 / 16, -0.3, 0.2)[0] == "-6.3 points"
     assert points_cells(-1e-18, -0.336, 0.336)[0] == "+0.0 points"  # never "-0.0"
+
+
+def test_the_beta_quantile_equals_scipys_betaincinv_up_to_100000_trials():
+    """The pure-Python exact route behind every Clopper-Pearson bound, against scipy's."""
+    import random
+
+    from scipy.special import betaincinv
+
+    from oloproof_core.stats import beta_quantile
+
+    rng = random.Random(19)
+    worst = 0.0
+    for n in (1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10_000, 100_000):
+        ks = {0, 1, 2, n // 10, n // 3, n // 2, n - 1, n} | {rng.randrange(n + 1) for _ in range(4)}
+        for k in sorted(x for x in ks if 0 <= x <= n):
+            for confidence in (0.8, 0.9, 0.95, 0.99):
+                alpha = 1 - confidence
+                for a, b, p in ((k, n - k + 1, alpha / 2), (k + 1, n - k, 1 - alpha / 2)):
+                    if a > 0 and b > 0:
+                        worst = max(worst, abs(beta_quantile(a, b, p) - float(betaincinv(a, b, p))))
+    assert worst < 1e-12, worst
+    assert beta_quantile(3, 4, 0.0) == 0.0 and beta_quantile(3, 4, 1.0) == 1.0
+
+
+def test_every_shown_clopper_pearson_bound_is_the_one_scipy_gives():
+    """Every bound printed at 0.1% for n <= 200 (and a sample up to 10,000) is the one scipy's
+    betaincinv rounds to: the documented numbers cannot move."""
+    import random
+
+    from scipy.special import betaincinv
+
+    def shown(k: int, n: int, lower: float, upper: float) -> tuple[float, float]:
+        return floor_to(100 * lower, 1), ceil_to(100 * upper, 1)
+
+    rng = random.Random(7)
+    sizes = [(k, n) for n in range(1, 201) for k in range(n + 1)]
+    sizes += [(rng.randrange(n + 1), n) for n in (rng.randrange(201, 10_001) for _ in range(200))]
+    for k, n in sizes:
+        reference = (0.0 if k == 0 else float(betaincinv(k, n - k + 1, 0.025)),
+                     1.0 if k == n else float(betaincinv(k + 1, n - k, 0.975)))
+        assert shown(k, n, *clopper_pearson(k, n)) == shown(k, n, *reference), (k, n)

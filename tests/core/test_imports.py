@@ -1,0 +1,49 @@
+"""What each command imports: numpy and scipy only where an interval is computed, asyncio only
+where requests are sent. Structural assertions on ``python -X importtime``, never timings (the
+timings are benchmarks/targets.py's)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import case, olo
+
+HEAVY = ("numpy", "scipy")
+
+
+def imported(stderr: str) -> set[str]:
+    """The modules ``-X importtime`` reports (one line each, in stderr)."""
+    return {m.group(1) for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", stderr, re.M)}
+
+
+def roots(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+@pytest.mark.slow  # five commands, each a fresh interpreter
+def test_commands_that_compute_no_interval_load_neither_numpy_nor_scipy(project):
+    project.cases([case(1), case(2, ok=False)])
+    assert project.run("run").code == 0
+    run_id = json.loads(project.run("runs", "--format", "json").out)[0]["id"]
+    for argv in (["--help"], ["runs"], ["plugins"], ["inspect", run_id, "--case", "c001"], ["inspect", run_id]):
+        result = olo(*argv, cwd=project.root, env={"PYTHONPROFILEIMPORTTIME": "1"})
+        assert result.code == 0, (argv, result)
+        modules = imported(result.err)
+        assert "oloproof_core.cli" in modules, argv
+        assert not roots(modules) & set(HEAVY), (argv, sorted(m for m in modules if m.split(".")[0] in HEAVY))
+        assert "asyncio" not in roots(modules), argv  # the http plugin imports it only to send requests
+        if argv == ["plugins"]:  # every plugin loaded (importlib's own imports are not in the report)
+            assert "oloproof_core.plugins" in modules and "http " in result.out
+
+
+def test_a_run_of_a_proportion_needs_neither_numpy_nor_scipy(project):
+    """Clopper-Pearson bounds come from the pure-Python beta quantile (stats.beta_quantile)."""
+    project.cases([case(1), case(2, ok=False), case(3)])
+    result = olo("run", cwd=project.root, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.code == 0, result
+    assert "66.7%" in result.out and "[9.4%, 99.2%]" in result.out, result.out
+    modules = imported(result.err)
+    assert not roots(modules) & set(HEAVY), sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    assert "asyncio" not in roots(modules)  # a synchronous system's run has no event loop
