@@ -67,7 +67,7 @@ class Project:
     def store(self):
         """``--store``, else the suite's ``store:``, else ``OLOPROOF_STORE``, else the local store."""
         if self._store is None:
-            from .stores import from_environment, open_spec
+            from .stores import from_environment, open_spec, open_store
             from .suite import _options
 
             if self.store_spec is not None:
@@ -80,13 +80,13 @@ class Project:
                 data = dict(skeleton.store)
                 store_type = data.pop("type", "local")
                 entry = self.plugins.stores.get(store_type, where=doc.where(("store", "type")))
-                self._store = entry.factory(_options(doc, entry, data, ("store",), f"store {store_type!r}"), self.dir)
+                self._store = open_store(entry, _options(doc, entry, data, ("store",), f"store {store_type!r}"), self.dir)
             else:
                 self._store = from_environment(self.plugins, self.dir)
             if self._store is None:
                 entry = self.plugins.stores.get("local")
                 options = _options(doc, entry, {}, ("store",), "store 'local'") if doc else None
-                self._store = entry.factory(options, self.dir)
+                self._store = open_store(entry, options, self.dir)
         return self._store
 
 
@@ -124,11 +124,14 @@ def cli() -> None:
               help="With --until-decided: the seed of the case order (default: the policy's, else 0).")
 @click.option("--batch", type=int, default=None, metavar="N",
               help="With --until-decided: cases run between two looks (default: the policy's, else 10).")
+@click.option("--executor", default=None, metavar="NAME",
+              help="Where the cases execute: local (this machine, the default) or an executor plugin's "
+                   "name such as ray; replaces the suite's executor: (see docs/scale.md).")
 @output_options
 @store_option
 def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
-        seed: int | None, batch: int | None, junit: str | None, junit_cases: bool, json_file: str | None,
-        markdown: str | None, store_spec: str | None) -> None:
+        seed: int | None, batch: int | None, executor: str | None, junit: str | None, junit_cases: bool,
+        json_file: str | None, markdown: str | None, store_spec: str | None) -> None:
     """Run the suite, print metrics with intervals, and decide the gate."""
     from .report import render_run
     from .runner import run_suite
@@ -142,7 +145,7 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     doc, skeleton = project.skeleton()
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache,
-                       executions=executions)
+                       executions=executions, executor=executor)
     sequential = plan(suite, until_decided, seed, batch)
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache, sequential=sequential)
     _echo(render_run(outcome, suite.min_slice_support))

@@ -227,8 +227,11 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                           slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
                for c, e, j in zip(cases, executions, judgments)]
     stage_counts = getattr(system, "stage_counts", None)
+    remote = caches.pop("remote_stages", {})  # counted by an executor's remote replicas
     if stage_counts is not None:
-        caches["stages"] = stage_counts()
+        counts = stage_counts()
+        caches["stages"] = {stage: tuple(a + b for a, b in zip(counts.get(stage, (0, 0)), remote.get(stage, (0, 0))))
+                            for stage in {**counts, **remote}}
 
     summaries, slice_rows = summarize(suite, results, confidence, metrics)
     decisions: list[Decision] = []
