@@ -152,12 +152,6 @@ class WorkRecipe:
         return CaseWork(system, plugins, skeleton.concurrency, self)
 
 
-def open_executor(suite: Suite, plugins: Plugins) -> Any:
-    """The suite's executor (``executor: {type: ray, ...}``, ``--executor``), ``local`` by default."""
-    entry = plugins.executors.get(suite.executor_type)
-    return entry.factory(suite.executor_options)
-
-
 class Progress:
     """A one-line progress bar on a terminal's stderr; silent anywhere else (CI logs)."""
 
@@ -230,7 +224,7 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
     interrupted = False
     work = CaseWork(system, plugins, suite.concurrency, suite.recipe, store, suite.stage_cache)
     try:
-        open_executor(suite, plugins).run(work, [suite.cases[i] for i in misses], done)
+        (suite.executor or plugins.executors.get("local").factory(None)).run(work, [suite.cases[i] for i in misses], done)
     except KeyboardInterrupt:
         interrupted = True
     finally:

@@ -72,8 +72,7 @@ class Suite:
     # auto: reuse cached executions of a system whose code is fingerprinted, re-contact an opaque
     # one (an HTTP service); reuse: reuse them for any system; refresh: re-execute every case
     executions: str = "auto"
-    executor_type: str = "local"
-    executor_options: Any = None
+    executor: Any = None  # the executor plugin's object (execution.open_executor)
     recipe: Any = None  # execution.WorkRecipe: how an executor's worker builds the same system
     stage_cache: Any = None  # the system's StageCache (None without a store)
 
@@ -143,7 +142,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     stage_reads = use_cache and executions != "refresh"
     stage_cache = StageCache(store, read=stage_reads) if store is not None else None
     system, kind = load_system(doc, skeleton.system, plugins, project_dir, stage_cache)
-    executor_type, executor_options = load_executor(doc, skeleton.executor, plugins, executor)
+    executor_made = load_executor(doc, skeleton.executor, plugins, executor)
     cases = tuple(load_cases(project_dir / skeleton.cases))
 
     unit = relevance_unit(doc, skeleton)
@@ -217,8 +216,8 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                  cases=cases, evaluators=tuple(evaluators), metrics=metrics, slices=tuple(slices),
                  min_slice_support=skeleton.min_slice_support, policy=policy,
                  concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
-                 executions=executions, relevance_unit=unit, executor_type=executor_type,
-                 executor_options=executor_options, recipe=_recipe(config_path, project_dir, plugins, stage_reads),
+                 executions=executions, relevance_unit=unit, executor=executor_made,
+                 recipe=_recipe(config_path, project_dir, plugins, stage_reads),
                  stage_cache=stage_cache)
 
 
@@ -230,9 +229,10 @@ def _recipe(config_path: Path, project_dir: Path, plugins: Plugins, stage_reads:
                       disabled=disabled, stage_reads=stage_reads)
 
 
-def load_executor(doc: Document, block: Any, plugins: Plugins, override: str | None = None) -> tuple[str, Any]:
-    """The suite's ``executor:`` (a name, or a mapping with ``type:`` and the executor's options);
-    ``--executor NAME`` replaces its type (and keeps its options when it names the same type)."""
+def load_executor(doc: Document, block: Any, plugins: Plugins, override: str | None = None) -> Any:
+    """The suite's ``executor:`` (a name, or a mapping with ``type:`` and the executor's options),
+    made by its plugin; ``--executor NAME`` replaces its type (and keeps its options when it names
+    the same type). Bad options stop here, before anything runs."""
     path = ("executor",)
     if block is None or isinstance(block, str):
         data, name = {}, block or "local"
@@ -246,7 +246,11 @@ def load_executor(doc: Document, block: Any, plugins: Plugins, override: str | N
         name, data = override, {}
     where = "--executor" if override is not None else doc.where(path + ("type",) if isinstance(block, dict) else path)
     entry = plugins.executors.get(name, where=where)
-    return name, _options(doc, entry, data, path, f"executor {name!r} from {entry.distribution}")
+    options = _options(doc, entry, data, path, f"executor {name!r} from {entry.distribution}")
+    try:
+        return entry.factory(options)
+    except ConfigError as exc:
+        raise ConfigError(exc.problem, where=doc.where(path), fix=exc.fix) from None
 
 
 def _takes_unit(options: Any) -> bool:

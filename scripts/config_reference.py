@@ -68,9 +68,13 @@ def render() -> str:
     out += ["`relevance_unit` is `doc` or `chunk`: the one unit the retrieval evaluators, the "
             "`relevant_position` slice and diagnose count relevance in; unset, it is the unit the evaluators "
             "name, else `doc` (retrieval-metrics.md).", ""]
+    out += ["`executor` is where the cases execute: a name (`local`, the default; `ray`) or a mapping with "
+            "`type:` and that executor's options (below); `oloproof run --executor NAME` replaces it "
+            "([scale.md](scale.md)).", ""]
     for kind, title in (("systems", "System kinds, under `system:`"),
                         ("evaluators", "Evaluators, in `evaluators:` beside `type:`"),
                         ("stores", "Stores, in `store:` beside `type:`"),
+                        ("executors", "Executors, in `executor:` beside `type:`"),
                         ("providers", "LLM providers, in a judge's `provider_options:`"),
                         ("interventions", "Interventions, as `oloproof diagnose` options")):
         out += [f"## {title}", ""]

@@ -141,11 +141,13 @@ class RayExecutor:
         o = self.options
         for name in ("replicas", "batch_size"):
             if getattr(o, name) < 1:
-                raise ConfigError(f"executor.{name} must be at least 1, got {getattr(o, name)}",
-                                  where=f"executor.{name}", fix=f"write {name}: 2")
+                raise ConfigError(f"{name} must be at least 1, got {getattr(o, name)}", fix=f"write {name}: 2")
         if o.max_retries < 0 or o.num_cpus < 0 or o.num_gpus < 0:
-            raise ConfigError("executor.max_retries, num_cpus and num_gpus cannot be negative", where="executor",
-                              fix="write 0 or more")
+            raise ConfigError("max_retries, num_cpus and num_gpus cannot be negative", fix="write 0 or more")
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            _ray()  # says how to install it
 
     def _connect(self, ray: Any, project_dir: str) -> bool:
         """Join (or start) the cluster with the project as the working directory; True when this
