@@ -70,7 +70,7 @@ class Project:
     def store(self):
         """``--store``, else the suite's ``store:``, else ``OLOPROOF_STORE``, else the local store."""
         if self._store is None:
-            from .stores import from_environment, open_spec
+            from .stores import from_environment, open_spec, open_store
             from .suite import _options
 
             if self.store_spec is not None:
@@ -83,13 +83,13 @@ class Project:
                 data = dict(skeleton.store)
                 store_type = data.pop("type", "local")
                 entry = self.plugins.stores.get(store_type, where=doc.where(("store", "type")))
-                self._store = entry.factory(_options(doc, entry, data, ("store",), f"store {store_type!r}"), self.dir)
+                self._store = open_store(entry, _options(doc, entry, data, ("store",), f"store {store_type!r}"), self.dir)
             else:
                 self._store = from_environment(self.plugins, self.dir)
             if self._store is None:
                 entry = self.plugins.stores.get("local")
                 options = _options(doc, entry, {}, ("store",), "store 'local'") if doc else None
-                self._store = entry.factory(options, self.dir)
+                self._store = open_store(entry, options, self.dir)
         return self._store
 
 
@@ -137,12 +137,15 @@ def cli() -> None:
               help="Run a seeded random sample of N cases (see --seed); the same seed picks the same cases.")
 @click.option("--trials", type=int, default=None, metavar="N",
               help="Execute every case N times (over the suite's trials:); cached trials are reused.")
+@click.option("--executor", default=None, metavar="NAME",
+              help="Where the cases execute: local (this machine, the default) or an executor plugin's "
+                   "name such as ray; replaces the suite's executor: (see docs/scale.md).")
 @output_options
 @store_option
 def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
         seed: int | None, batch: int | None, limit: int | None, filters: tuple[str, ...], sample: int | None,
-        trials: int | None, junit: str | None, junit_cases: bool, json_file: str | None, markdown: str | None,
-        store_spec: str | None) -> None:
+        trials: int | None, executor: str | None, junit: str | None, junit_cases: bool, json_file: str | None,
+        markdown: str | None, store_spec: str | None) -> None:
     """Run the suite (or a subset of its cases), print metrics with intervals, and decide the gate."""
     from .outputs.terminal import Progress
     from .report import render_run
@@ -158,7 +161,7 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     doc, skeleton = project.skeleton()
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache,
-                       executions=executions, trials=trials)
+                       executions=executions, trials=trials, executor=executor)
     suite, selection = select_suite(suite, Selection(limit=limit, filters=filters, sample=sample, seed=seed))
     sequential = plan(suite, until_decided, seed if until_decided or sample is None else None, batch)
     progress = Progress()  # on standard error when it is a terminal

@@ -1,17 +1,19 @@
-"""Executing cases: the execution cache first, then the system, concurrently, in case order.
+"""Executing cases: the execution cache first, then the suite's executor for the misses.
 
-Cache misses run concurrently (threads for a synchronous system, an event loop for an ``aexecute``
-one) and are cached as they finish (writer.py commits each within a bounded delay), so an
-interrupted or crashed run loses no finished case.
+The executor (a plugin: ``local`` runs threads or an event loop, ``ray`` a cluster) calls
+:class:`CaseWork` per case and hands each finished execution back here, where it is cached as it
+arrives (writer.py commits each within a bounded delay), so an interrupted or crashed run loses no
+finished case. Only this process writes the store.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
+import sys
 import time
-from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+
+from attrs import frozen
 
 from .errors import ArtifactError, CaseMissing, ConfigError
 from .identity import combine, digest
@@ -54,114 +56,97 @@ def _json_safe(output: Any, case: Case) -> Any:
     return output
 
 
-class Executor:
-    """Runs the cache misses of one run and hands each finished execution to ``done``."""
+class CaseWork:
+    """What one run does with each case: call the system, check what it returns and records.
 
-    def __init__(self, suite: Suite, plugins: Plugins):
-        self.suite, self.plugins, self.system = suite, plugins, suite.system
+    Executors (the builtin ``local`` one, ``ray``) decide where, and how many at once: they call
+    :meth:`execute` (or :meth:`aexecute` when :attr:`is_async`) per case. A system error is the
+    case's missing reason; a malformed artifact raises and stops the run. :attr:`recipe` builds
+    the same work in another process (:meth:`WorkRecipe.build`).
+    """
+
+    def __init__(self, system: Any, plugins: Plugins, concurrency: int, recipe: WorkRecipe | None = None,
+                 store: Any = None, stage_cache: Any = None):
+        self.system, self.plugins, self.recipe = system, plugins, recipe
         # a system may cap its own concurrency (an HTTP service's limit, say)
-        self.concurrency = min(suite.concurrency, getattr(self.system, "concurrency", None) or suite.concurrency)
+        self.concurrency = min(concurrency, getattr(system, "concurrency", None) or concurrency)
+        self.is_async = hasattr(system, "aexecute")
+        #: the run's stage caches, for an executor that brings back what remote replicas stored
+        self.stage_cache = stage_cache
+        #: a picklable callable opening the run's store again on this machine, or None
+        self.store_opener = getattr(store, "reopen", None)
+        self.remote_stages: dict[str, list[int]] = {}  # stage -> [hits, misses] counted on remote replicas
 
-    def _one(self, case: Case) -> tuple[Any, Recorder, float, str | None]:
+    def count_stages(self, counts: dict) -> None:
+        """Add a remote replica's stage-cache hits and misses to the run's figures."""
+        for stage, (hits, misses) in counts.items():
+            total = self.remote_stages.setdefault(stage, [0, 0])
+            total[0] += hits
+            total[1] += misses
+
+    def _finish(self, case: Case, output: Any, recorder: Recorder, seconds: float, error: str | None) -> Execution:
+        if error is not None:
+            return Execution(missing=error, seconds=seconds)
+        return to_execution(_json_safe(output, case), recorder, case, self.system, self.plugins, seconds)
+
+    def execute(self, case: Case) -> Execution:
         start = time.perf_counter()
         try:
             output, recorder = call_with_recorder(lambda r: self.system.execute(case, r), case)
-            return output, recorder, time.perf_counter() - start, None
+            return self._finish(case, output, recorder, time.perf_counter() - start, None)
         except ArtifactError as exc:  # raised by a record type's validator inside the system
             raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
         except ConfigError:
             raise
         except CaseMissing as exc:
-            return None, Recorder(case), time.perf_counter() - start, exc.reason
+            return Execution(missing=exc.reason, seconds=time.perf_counter() - start)
         except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing, the run goes on
-            return None, Recorder(case), time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}"
+            return Execution(missing=f"error: {type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
 
-    def finish(self, case: Case, result: tuple) -> Execution:
-        output, recorder, seconds, error = result
-        if error is not None:
-            return Execution(missing=error, seconds=seconds)
-        return to_execution(_json_safe(output, case), recorder, case, self.system, self.plugins, seconds)
-
-    def run(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
-        if hasattr(self.system, "aexecute"):
-            import asyncio  # only an asynchronous system's run needs the event loop
-
-            asyncio.run(self._run_async(cases, done))
-            return
-        if self.concurrency == 1:  # no thread hand-offs: cheaper, and a debugger sees the system
-            for i, case in enumerate(cases):
-                done(i, self.finish(case, self._one(case)))
-            return
-        # ``concurrency`` threads pull cases in order and hand each result back through one queue:
-        # no future, no per-case wait set, and the results are finished (and cached) here, in
-        # this thread, as they arrive
-        results: queue.SimpleQueue = queue.SimpleQueue()
-        todo, taking, stop = iter(range(len(cases))), threading.Lock(), threading.Event()
-
-        def worker() -> None:
-            try:
-                while not stop.is_set():
-                    with taking:
-                        i = next(todo, None)
-                    if i is None:
-                        return
-                    results.put((i, self._one(cases[i])))
-            except BaseException as exc:  # noqa: BLE001 - raised in the run's thread, below
-                results.put((None, exc))
-            finally:
-                results.put(None)
-
-        threads = [threading.Thread(target=worker, name=f"oloproof-case-{n}")
-                   for n in range(min(self.concurrency, len(cases)))]
-        for thread in threads:
-            thread.start()
-        running = len(threads)
+    async def aexecute(self, case: Case) -> Execution:
+        recorder = Recorder(case)
+        start = time.perf_counter()
         try:
-            while running:
-                item = results.get()
-                if item is None:
-                    running -= 1
-                    continue
-                i, result = item
-                if i is None:
-                    raise result
-                done(i, self.finish(cases[i], result))
-        finally:  # on Ctrl-C or an error, the cases in flight finish and no other starts
-            stop.set()
+            output = await self.system.aexecute(case, recorder)
+        except ArtifactError as exc:
+            raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
+        except ConfigError:
+            raise
+        except CaseMissing as exc:
+            return Execution(missing=exc.reason, seconds=time.perf_counter() - start)
+        except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing
+            return Execution(missing=f"error: {type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
+        return self._finish(case, output, recorder, time.perf_counter() - start, None)
 
-    async def _run_async(self, cases: Sequence[Case], done: Callable[[int, Execution], None]) -> None:
-        """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
-        import asyncio
+    async def aclose(self) -> None:
+        closer = getattr(self.system, "aclose", None)
+        if closer is not None:
+            await closer()
 
-        todo = iter(range(len(cases)))
 
-        async def worker() -> None:
-            for i in todo:
-                case = cases[i]
-                recorder = Recorder(case)
-                start = time.perf_counter()
-                try:
-                    output = await self.system.aexecute(case, recorder)
-                    result = (output, recorder, time.perf_counter() - start, None)
-                except ArtifactError as exc:
-                    raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
-                except ConfigError:
-                    raise
-                except CaseMissing as exc:
-                    result = (None, recorder, time.perf_counter() - start, exc.reason)
-                except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing
-                    result = (None, recorder, time.perf_counter() - start, f"error: {type(exc).__name__}: {exc}")
-                done(i, self.finish(case, result))
+@frozen(kw_only=True)
+class WorkRecipe:
+    """How to build a run's :class:`CaseWork` in another process (an executor's worker): the
+    suite's file, read in the worker's copy of the project, and the plugins it disabled."""
 
-        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, len(cases)))]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            for task in workers:
-                task.cancel()
-            closer = getattr(self.system, "aclose", None)
-            if closer is not None:
-                await closer()
+    project_dir: str  # the project directory of the run (the one executors ship to their workers)
+    config_name: str  # the suite's file, relative to the project directory
+    disabled: tuple[str, ...] = ()
+    stage_reads: bool = True  # False: --no-cache / --refresh (stage caches written, never read)
+
+    def build(self, project_dir: Path, stage_cache: Any = None) -> CaseWork:
+        """The work in ``project_dir`` (the worker's copy of the project); ``stage_cache``: what
+        the system's own stage caches read and write there (a StageCache-like object, or None)."""
+        from .plugins import make_plugin_manager
+        from .suite import load_skeleton, load_system
+
+        config_path = Path(project_dir) / self.config_name
+        doc, skeleton = load_skeleton(config_path)
+        plugins = Plugins(make_plugin_manager(disabled=[*self.disabled, *skeleton.disable_plugins]))
+        if str(project_dir) not in sys.path:
+            sys.path.append(str(project_dir))
+        system, _ = load_system(doc, skeleton.system, plugins, Path(project_dir), stage_cache=stage_cache)
+        return CaseWork(system, plugins, skeleton.concurrency, self)
 
 
 def reuses_executions(suite: Suite, use_cache: bool = True) -> bool:
@@ -226,12 +211,15 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
             progress.step()
 
     interrupted = False
+    work = CaseWork(system, plugins, suite.concurrency, suite.recipe, store, suite.stage_cache)
     try:
-        Executor(suite, plugins).run([suite.cases[i] for i in misses], done)
+        (suite.executor or plugins.executors.get("local").factory(None)).run(work, [suite.cases[i] for i in misses], done)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         if progress is not None:
             progress.close()
         writer.close()
+    if work.remote_stages:
+        caches["remote_stages"] = work.remote_stages
     return executions, interrupted

@@ -120,6 +120,25 @@ def oloproof_register_stores(registry: Any) -> None:
 
 
 @hookspec
+def oloproof_register_executors(registry: Any) -> None:
+    """Add executors: where and how a run's cases execute (``executor: {type: <name>, ...}`` in
+    the suite, ``oloproof run --executor <name>``). ``local`` (threads or an event loop on this
+    machine) is the default.
+
+    :param registry: call ``registry.add(name, factory, options=Options)``; ``factory(options)``
+        returns an object with ``run(work, cases, done)``: call ``work.execute(case)`` (or ``await
+        work.aexecute(case)`` when ``work.is_async``, then ``await work.aclose()``) for every case,
+        at most ``work.concurrency`` at a time here, and ``done(index, execution)`` in this process
+        as each finishes, in any order. An executor that runs cases elsewhere builds the same work
+        there with ``work.recipe.build(project_dir, stage_cache)`` and sends executions back as
+        ``execution.to_data()`` (``Execution.from_data`` on this side); only this process writes
+        the store. Ctrl-C arrives here as KeyboardInterrupt: stop the remote work and re-raise.
+
+    .. versionadded:: 0.2
+    """
+
+
+@hookspec
 def oloproof_register_artifacts(registry: Any) -> None:
     """Add typed, versioned artifact types that systems record (``retrieval/v1``).
 

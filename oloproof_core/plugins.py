@@ -13,7 +13,8 @@ from .errors import PluginError
 from .registry import Registry
 
 GROUP = "oloproof"
-KINDS = ("systems", "evaluators", "metrics", "interventions", "slices", "stores", "artifacts", "providers")
+KINDS = ("systems", "evaluators", "metrics", "interventions", "slices", "stores", "artifacts", "providers",
+         "executors")
 
 
 def _entry_points() -> list:

@@ -292,8 +292,11 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     units = unit_figures(design, suite.metrics, [[j for _, j in r.trials] for r in results],
                          [r.cluster for r in results], confidence)
     stage_counts = getattr(system, "stage_counts", None)
+    remote = caches.pop("remote_stages", {})  # counted by an executor's remote replicas
     if stage_counts is not None:
-        caches["stages"] = stage_counts()
+        counts = stage_counts()
+        caches["stages"] = {stage: tuple(a + b for a, b in zip(counts.get(stage, (0, 0)), remote.get(stage, (0, 0))))
+                            for stage in {**counts, **remote}}
 
     summaries, slice_rows = summarize(suite, results, confidence, metrics)
     decisions: list[Decision] = []

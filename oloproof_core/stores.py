@@ -19,6 +19,19 @@ from .storage import store_spec
 ENV = "OLOPROOF_STORE"
 
 
+def open_store(entry: Any, options: Any, project_dir: Path) -> Any:
+    """A store made by its plugin, with ``reopen``: a picklable callable that opens the same store
+    again (in another process on this machine: the ray executor's stage-cache reader)."""
+    from functools import partial
+
+    store = entry.factory(options, project_dir)
+    try:
+        store.reopen = partial(entry.factory, options, project_dir)
+    except AttributeError:  # a store that takes no new attributes is simply not reopened
+        pass
+    return store
+
+
 def open_spec(plugins: Any, project_dir: Path, text: str, where: str) -> Any:
     """The store that ``--store``/``OLOPROOF_STORE`` names (``where`` says which of the two)."""
     store_type, data = store_spec(text, plugins.stores, where)
@@ -26,14 +39,14 @@ def open_spec(plugins: Any, project_dir: Path, text: str, where: str) -> Any:
     if entry.options is None:
         if data:
             raise ConfigError(f"store {store_type!r} takes no options", where=where, fix="name only its type")
-        return entry.factory(None, project_dir)
+        return open_store(entry, None, project_dir)
     try:
         options = structure(None, data, entry.options, (), what=f"store {store_type!r}")
     except ConfigError as exc:
         inside = (exc.where or "").lstrip("$").lstrip(".")
         located = inside and f"'{inside.split('.')[-1]}'" not in exc.problem
         raise ConfigError(f"{inside}: {exc.problem}" if located else exc.problem, where=where, fix=exc.fix) from None
-    return entry.factory(options, project_dir)
+    return open_store(entry, options, project_dir)
 
 
 def from_environment(plugins: Any, project_dir: Path) -> Any | None:

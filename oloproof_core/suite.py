@@ -42,6 +42,7 @@ class Skeleton:
     policy: Any = None
     concurrency: int = 8
     store: dict = field(factory=lambda: {"type": "local"})
+    executor: Any = None  # a name (local, ray) or {type: ray, address: ...}; None: local
     disable_plugins: list[str] = field(factory=list)
     trials: int = 1  # executions of every case; their verdicts are summarised per case (units.py)
     cluster: str | None = None  # a case field path; cases sharing its value are one unit of analysis
@@ -80,6 +81,9 @@ class Suite:
     # slice name -> the criteria its rows show (`{slice: ..., metrics: [...]}`); absent: every one
     slice_criteria: dict = field(factory=dict)
     design: Design = Design()  # trials and clusters (units.py); the default summarises every case once
+    executor: Any = None  # the executor plugin's object (execution.open_executor)
+    recipe: Any = None  # execution.WorkRecipe: how an executor's worker builds the same system
+    stage_cache: Any = None  # the system's StageCache (None without a store)
 
 
 def _options(doc: Document, entry: Any, data: dict, path: tuple, what: str) -> Any:
@@ -124,11 +128,12 @@ def load_skeleton(config_path: Path) -> tuple[Document, Skeleton]:
 
 def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                skeleton: Skeleton | None = None, store: Any = None, use_cache: bool = True,
-               executions: str | None = None, trials: int | None = None) -> Suite:
+               executions: str | None = None, trials: int | None = None, executor: str | None = None) -> Suite:
     """Load and check everything a run needs, before anything runs or is stored.
 
     :param executions: ``reuse`` or ``refresh`` from the command line, over ``system.cache``.
     :param trials: ``--trials N`` from the command line, over ``trials:``.
+    :param executor: ``--executor NAME`` from the command line, over the suite's ``executor:``.
     """
     if doc is None or skeleton is None:
         doc, skeleton = load_skeleton(config_path)
@@ -144,8 +149,10 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     if str(project_dir) not in sys.path:  # `callable: app:run` finds app.py in the project,
         sys.path.append(str(project_dir))  # after the installed packages: a project ulid.py shadows nothing
 
-    system, kind = _load_system(doc, skeleton.system, plugins, project_dir, store,
-                                use_cache and executions != "refresh")
+    stage_reads = use_cache and executions != "refresh"
+    stage_cache = StageCache(store, read=stage_reads) if store is not None else None
+    system, kind = load_system(doc, skeleton.system, plugins, project_dir, stage_cache)
+    executor_made = load_executor(doc, skeleton.executor, plugins, executor)
     cases = tuple(load_cases(skeleton.cases, project_dir, doc))
 
     unit = relevance_unit(doc, skeleton)
@@ -233,7 +240,9 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                  cases=cases, evaluators=tuple(evaluators), metrics=metrics, slices=tuple(slices),
                  min_slice_support=skeleton.min_slice_support, policy=policy,
                  concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
-                 executions=executions, relevance_unit=unit, slice_criteria=slice_criteria, design=design)
+                 executions=executions, relevance_unit=unit, slice_criteria=slice_criteria, design=design,
+                 executor=executor_made, recipe=_recipe(config_path, project_dir, plugins, stage_reads),
+                 stage_cache=stage_cache)
 
 
 def slice_spec(doc: Document, spec: Any, i: int, criteria: dict) -> tuple[str, tuple[str, ...] | None]:
@@ -286,6 +295,38 @@ def load_design(doc: Document, skeleton: Skeleton, cases: tuple[Case, ...], tria
     return Design(trials=count, cluster=path, max_cluster_size=skeleton.max_cluster_size)
 
 
+def _recipe(config_path: Path, project_dir: Path, plugins: Plugins, stage_reads: bool) -> Any:
+    from .execution import WorkRecipe
+
+    disabled = tuple(sorted(name for name, plugin in plugins.pm.list_name_plugin() if plugin is None))
+    return WorkRecipe(project_dir=str(project_dir), config_name=str(config_path.resolve().relative_to(project_dir)),
+                      disabled=disabled, stage_reads=stage_reads)
+
+
+def load_executor(doc: Document, block: Any, plugins: Plugins, override: str | None = None) -> Any:
+    """The suite's ``executor:`` (a name, or a mapping with ``type:`` and the executor's options),
+    made by its plugin; ``--executor NAME`` replaces its type (and keeps its options when it names
+    the same type). Bad options stop here, before anything runs."""
+    path = ("executor",)
+    if block is None or isinstance(block, str):
+        data, name = {}, block or "local"
+    elif isinstance(block, dict) and isinstance(block.get("type", "local"), str):
+        data = dict(block)
+        name = data.pop("type", "local")
+    else:
+        raise ConfigError("expected an executor name or a mapping with `type:`", where=doc.where(path),
+                          fix="write executor: local, or executor: {type: ray, address: auto}")
+    if override is not None and override != name:
+        name, data = override, {}
+    where = "--executor" if override is not None else doc.where(path + ("type",) if isinstance(block, dict) else path)
+    entry = plugins.executors.get(name, where=where)
+    options = _options(doc, entry, data, path, f"executor {name!r} from {entry.distribution}")
+    try:
+        return entry.factory(options)
+    except ConfigError as exc:
+        raise ConfigError(exc.problem, where=doc.where(path), fix=exc.fix) from None
+
+
 def _takes_unit(options: Any) -> bool:
     return options is not None and has(options) and any(f.name == "relevance_unit" for f in attrs_fields(options))
 
@@ -320,8 +361,9 @@ def relevance_unit(doc: Document, skeleton: Skeleton) -> str:
     return unit
 
 
-def _load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path,
-                 store: Any = None, use_cache: bool = True) -> tuple[System, str]:
+def load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path,
+                stage_cache: Any = None) -> tuple[System, str]:
+    """The suite's system, built by its plugin; ``stage_cache`` is what its own stage caches use."""
     path = ("system",)
     kinds = [k for k in block if k not in SYSTEM_KEYS]
     if len(kinds) != 1:
@@ -346,7 +388,7 @@ def _load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path
         raise ConfigError(f"expected a mapping of {kind} settings", where=doc.where(path + (kind,)))
     options = _options(doc, entry, value, path + (kind,), f"system kind {kind!r}")
     context = SystemContext(name=block.get("name", ""), version=block.get("version", ""),
-                            project_dir=project_dir, cache=StageCache(store, read=use_cache) if store is not None else None)
+                            project_dir=project_dir, cache=stage_cache)
     try:
         return entry.factory(options, context), kind
     except ConfigError as exc:

@@ -77,9 +77,13 @@ def render() -> str:
             "`max_cluster_size` is the size over which a cluster is reported. Both change the unit every "
             "estimate and interval is over ([statistics.md](statistics.md#repeated-trials-and-clustered-cases)).",
             ""]
+    out += ["`executor` is where the cases execute: a name (`local`, the default; `ray`) or a mapping with "
+            "`type:` and that executor's options (below); `oloproof run --executor NAME` replaces it "
+            "([scale.md](scale.md)).", ""]
     for kind, title in (("systems", "System kinds, under `system:`"),
                         ("evaluators", "Evaluators, in `evaluators:` beside `type:`"),
                         ("stores", "Stores, in `store:` beside `type:`"),
+                        ("executors", "Executors, in `executor:` beside `type:`"),
                         ("providers", "LLM providers, in a judge's `provider_options:`"),
                         ("interventions", "Interventions, as `oloproof diagnose` options")):
         out += [f"## {title}", ""]

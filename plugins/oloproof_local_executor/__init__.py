@@ -1,0 +1,87 @@
+"""The ``local`` executor: this machine's threads for a synchronous system, one event loop for an
+``aexecute`` one. It is the default (``executor: local``, or no ``executor:`` at all)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from oloproof import hookimpl
+
+
+class LocalExecutor:
+    """Runs a run's cases ``work.concurrency`` at a time and hands each to ``done`` as it finishes."""
+
+    def __init__(self, options: Any = None):
+        pass
+
+    def run(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None]) -> None:
+        if work.is_async:
+            import asyncio  # only an asynchronous system's run needs the event loop
+
+            asyncio.run(self._run_async(work, cases, done))
+            return
+        if work.concurrency == 1:  # no thread hand-offs: cheaper, and a debugger sees the system
+            for i, case in enumerate(cases):
+                done(i, work.execute(case))
+            return
+        # ``concurrency`` threads pull cases in order and hand each execution back through one
+        # queue: no future and no wait set per case; ``done`` runs here, in the run's thread
+        results: queue.SimpleQueue = queue.SimpleQueue()
+        todo, taking, stop = iter(range(len(cases))), threading.Lock(), threading.Event()
+
+        def worker() -> None:
+            try:
+                while not stop.is_set():
+                    with taking:
+                        i = next(todo, None)
+                    if i is None:
+                        return
+                    results.put((i, work.execute(cases[i])))
+            except BaseException as exc:  # noqa: BLE001 - raised in the run's thread, below
+                results.put((None, exc))
+            finally:
+                results.put(None)
+
+        threads = [threading.Thread(target=worker, name=f"oloproof-case-{n}", daemon=True)
+                   for n in range(min(work.concurrency, len(cases)))]
+        for thread in threads:
+            thread.start()
+        running = len(threads)
+        try:
+            while running:
+                item = results.get()
+                if item is None:
+                    running -= 1
+                    continue
+                i, result = item
+                if i is None:
+                    raise result
+                done(i, result)
+        finally:  # on Ctrl-C or an error, the cases in flight finish and no other starts
+            stop.set()
+
+    async def _run_async(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None]) -> None:
+        """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
+        import asyncio
+
+        todo = iter(range(len(cases)))
+
+        async def worker() -> None:
+            for i in todo:
+                done(i, await work.aexecute(cases[i]))
+
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(work.concurrency, len(cases)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:
+                task.cancel()
+            await work.aclose()
+
+
+@hookimpl
+def oloproof_register_executors(registry):
+    registry.add("local", LocalExecutor)
