@@ -347,9 +347,9 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
 def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, token_budget: int | None,
              reranker: str | None, extra: tuple[str, ...], config: str | None, store_spec: str | None) -> None:
     """Re-execute RUN_ID's failed cases under an intervention, beside a control, and label them."""
-    from .config import structure
     from .diagnose import Diagnosis
     from .diagnose_report import diagnosis_lines
+    from .execution import make_intervention
     from .suite import load_suite
 
     project = Project(config, store_spec)
@@ -359,7 +359,9 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
         project = Project(str(project.dir / recorded), store_spec)  # diagnose a run with the config it was made with
     store = project.store
     doc, skeleton = project.skeleton()
-    suite = load_suite(project.config_path, project.plugins, doc, skeleton, store)
+    # re-executed where the run executed (`--executor ray`, say), whatever the suite says now
+    suite = load_suite(project.config_path, project.plugins, doc, skeleton, store,
+                       executor=store.get_run(run_id)[0].get("executor"))
     entry = project.plugins.interventions.get(intervention)
     options = {k: v for k, v in (("top_k", top_k), ("token_budget", token_budget), ("reranker", reranker))
                if v is not None}
@@ -374,20 +376,18 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
             name = sorted(options)[0]
             raise OloproofError(f"intervention {intervention!r} takes no option {flags.get(name, '--option ' + name)}",
                                 fix="remove it")
-        made = entry.factory(None)
-    else:
-        try:
-            made = entry.factory(structure(None, options, entry.options, (), what=f"intervention {intervention!r}"))
-        except ConfigError as exc:  # located as a YAML path; say which command-line flag it was
-            name = (exc.where or "").removeprefix("$").removeprefix(".").split(".")[0].split("[")[0]
-            flag = flags.get(name, f"--option {name}") if name else f"--intervention {intervention}"
-            fix = exc.fix
-            if exc.problem.startswith("missing required key"):
-                key = exc.problem.split("'")[1]
-                fix = f"pass {flags.get(key, '--option ' + key + '=VALUE')}" + (
-                    " N" if key in ("top_k", "token_budget") else "")
-            raise ConfigError(exc.problem, where=flag, fix=fix) from None
-    object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion).run(made)
+    try:
+        made = make_intervention(project.plugins, intervention, options)
+    except ConfigError as exc:  # located as a YAML path; say which command-line flag it was
+        name = (exc.where or "").removeprefix("$").removeprefix(".").split(".")[0].split("[")[0]
+        flag = flags.get(name, f"--option {name}") if name else f"--intervention {intervention}"
+        fix = exc.fix
+        if exc.problem.startswith("missing required key"):
+            key = exc.problem.split("'")[1]
+            fix = f"pass {flags.get(key, '--option ' + key + '=VALUE')}" + (
+                " N" if key in ("top_k", "token_budget") else "")
+        raise ConfigError(exc.problem, where=flag, fix=fix) from None
+    object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion, options).run(made)
     interventions = project.plugins.interventions
     declared = {name: {key: getattr(interventions.get(name).factory, key, None) for key in ("tests", "confirms", "usage")}
                 for name in interventions.names()}

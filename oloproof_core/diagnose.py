@@ -14,12 +14,11 @@ from typing import Any
 
 import attrs
 
-from .errors import ArtifactError, CaseMissing, ConfigError
+from .errors import ConfigError
 from .identity import canonical, digest
 from .model import Case, Execution, Judgment
-from .recording import call_with_recorder
 from .relevance import Evidence, observe
-from .execution import to_execution
+from .execution import InterventionWork, executor_of
 from .runner import new_run_id
 from .units import combine_trials
 
@@ -70,8 +69,10 @@ def identity_changes(old: dict, new: dict) -> str:
 class Diagnosis:
     """One ``oloproof diagnose`` invocation over a stored run."""
 
-    def __init__(self, suite: Any, plugins: Any, store: Any, run_id: str, criterion: str):
+    def __init__(self, suite: Any, plugins: Any, store: Any, run_id: str, criterion: str, options: dict | None = None):
+        """:param options: the intervention's plain options (``--top-k`` ...), for an executor's workers."""
         self.suite, self.plugins, self.store, self.run_id, self.criterion = suite, plugins, store, run_id, criterion
+        self.options = dict(options or {})
         self.header, _ = store.get_run(run_id)
         if self.header.get("parent"):
             raise ConfigError(f"{run_id} is the {self.header.get('role')} run of a diagnosis of "
@@ -105,8 +106,8 @@ class Diagnosis:
 
     # -- re-execution ----------------------------------------------------------------------
 
-    def child_run(self, role: str, intervention: Any, selected: list[dict], apply: Any) -> tuple[str, dict, dict]:
-        """Re-execute the selected cases (``apply`` is the intervention or its control), each as
+    def child_run(self, role: str, intervention: Any, selected: list[dict], call: str) -> tuple[str, dict, dict]:
+        """Re-execute the selected cases (``call`` is ``apply``, the intervention, or ``control``), each as
         many times as the run's trials, judge them on the criterion and store the child run.
         Returns its id, case -> how many trials passed, and case -> the evidence its (first)
         re-execution recorded.
@@ -118,22 +119,23 @@ class Diagnosis:
         run_id = new_run_id()
         system = self.suite.system
 
-        def one(item: tuple[dict, int]) -> tuple[dict, Execution, Judgment]:
-            record, trial = item
-            case = attrs.evolve(self.cases[record["id"]], trial=trial)
-            start = time.perf_counter()
-            try:
-                output, recorder = call_with_recorder(lambda r: apply(system, case, record, r), case)
-                canonical(output)  # stored as JSON, like any run's output
-            except (ConfigError, ArtifactError):
-                raise
-            except CaseMissing as exc:
-                execution = Execution(missing=exc.reason)
-                return record, execution, Judgment.missing(exc.reason)
-            except Exception as exc:  # noqa: BLE001 - a re-execution failing: that case is missing
-                execution = Execution(missing=f"error: {type(exc).__name__}: {exc}")
+        items = [(attrs.evolve(self.cases[r["id"]], trial=t), r) for r in selected for t in range(self.trials)]
+        executions: list[Execution] = [Execution(missing="interrupted")] * len(items)
+
+        def keep(i: int, execution: Execution) -> None:
+            executions[i] = execution
+
+        # through the run's executor; its workers rebuild the intervention from its name and options
+        recipe = attrs.evolve(self.suite.recipe, intervention=(intervention.name, self.options, call)) \
+            if self.suite.recipe is not None else None
+        work = InterventionWork(system, self.plugins, self.suite.concurrency, intervention, call, recipe,
+                                self.store, self.suite.stage_cache)
+        executor_of(self.suite, self.plugins).run(work, items, keep)
+
+        def judged(i: int) -> tuple[dict, Execution, Judgment]:
+            (case, record), execution = items[i], executions[i]
+            if execution.missing is not None:
                 return record, execution, Judgment.missing(execution.missing)
-            execution = to_execution(output, recorder, case, system, self.plugins, time.perf_counter() - start)
             try:
                 return record, execution, self.evaluator.evaluate(case, execution)
             except Exception as exc:  # noqa: BLE001 - as in a run: an evaluator failing leaves the judgment missing
@@ -141,7 +143,7 @@ class Diagnosis:
 
         workers = min(self.suite.concurrency, getattr(system, "concurrency", None) or self.suite.concurrency)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oloproof-diagnose") as pool:
-            done = list(pool.map(one, [(r, t) for r in selected for t in range(self.trials)]))
+            done = list(pool.map(judged, range(len(items))))
         count = self.trials
         by_case = [done[i * count:(i + 1) * count] for i in range(len(selected))]
         results = [(runs[0][0], runs[0][1], combine_trials([j for _, _, j in runs])) for runs in by_case]
@@ -220,9 +222,9 @@ class Diagnosis:
                 cases_out.append({"id": r["id"], "label": "UNRESOLVED", "reason": "intervention_unsupported",
                                   "strength": "none", "position": _position(seen.position), "evidence": seen.state})
         elif selected:
-            run_id, passes, replayed = self.child_run(intervention.label, intervention, selected, intervention.apply)
+            run_id, passes, replayed = self.child_run(intervention.label, intervention, selected, "apply")
             control_id, control_passes, _ = self.child_run(intervention.control_label, intervention, selected,
-                                                           intervention.control)
+                                                           "control")
             # a recovery counts only when the intervention beats the control across the trials: it
             # passes in every trial, and the control in none (else the control marks it unstable)
             passed = {i: k == self.trials and (self.trials == 1 or k > control_passes[i]) for i, k in passes.items()}

@@ -124,6 +124,41 @@ class CaseWork:
             await closer()
 
 
+class InterventionWork(CaseWork):
+    """Diagnose's work: re-execute a case under an intervention (``role`` ``apply``) or its control
+    (``control``). The items are (case, the parent run's record of it); the system's own
+    asynchronous path is not used, as an intervention calls its stages directly."""
+
+    def __init__(self, system: Any, plugins: Plugins, concurrency: int, intervention: Any, role: str,
+                 recipe: WorkRecipe | None = None, store: Any = None, stage_cache: Any = None):
+        super().__init__(system, plugins, concurrency, recipe, store, stage_cache)
+        self.call = getattr(intervention, role)
+        self.is_async = False
+
+    def execute(self, item: tuple[Case, dict]) -> Execution:
+        case, record = item
+        start = time.perf_counter()
+        try:
+            output, recorder = call_with_recorder(lambda r: self.call(self.system, case, record, r), case)
+            return self._finish(case, output, recorder, time.perf_counter() - start, None)
+        except (ConfigError, ArtifactError):
+            raise
+        except CaseMissing as exc:
+            return Execution(missing=exc.reason, seconds=time.perf_counter() - start)
+        except Exception as exc:  # noqa: BLE001 - a re-execution failing: that case is missing
+            return Execution(missing=f"error: {type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
+
+
+def make_intervention(plugins: Plugins, name: str, options: dict) -> Any:
+    """The intervention ``name`` built by its plugin from plain ``options`` (``--top-k`` etc.)."""
+    from .config import structure
+
+    entry = plugins.interventions.get(name)
+    if entry.options is None:
+        return entry.factory(None)
+    return entry.factory(structure(None, options, entry.options, (), what=f"intervention {name!r}"))
+
+
 @frozen(kw_only=True)
 class WorkRecipe:
     """How to build a run's :class:`CaseWork` in another process (an executor's worker): the
@@ -133,6 +168,8 @@ class WorkRecipe:
     config_name: str  # the suite's file, relative to the project directory
     disabled: tuple[str, ...] = ()
     stage_reads: bool = True  # False: --no-cache / --refresh (stage caches written, never read)
+    # diagnose: (intervention name, its plain options, "apply" or "control"); None: a run's executions
+    intervention: tuple | None = None
 
     def build(self, project_dir: Path, stage_cache: Any = None) -> CaseWork:
         """The work in ``project_dir`` (the worker's copy of the project); ``stage_cache``: what
@@ -146,7 +183,16 @@ class WorkRecipe:
         if str(project_dir) not in sys.path:
             sys.path.append(str(project_dir))
         system, _ = load_system(doc, skeleton.system, plugins, Path(project_dir), stage_cache=stage_cache)
+        if self.intervention is not None:
+            name, options, role = self.intervention
+            return InterventionWork(system, plugins, skeleton.concurrency, make_intervention(plugins, name, options),
+                                    role, self)
         return CaseWork(system, plugins, skeleton.concurrency, self)
+
+
+def executor_of(suite: Suite, plugins: Plugins) -> Any:
+    """The suite's executor (``executor:``, ``--executor``); the builtin ``local`` one by default."""
+    return suite.executor or plugins.executors.get("local").factory(None)
 
 
 def reuses_executions(suite: Suite, use_cache: bool = True) -> bool:
@@ -213,7 +259,7 @@ def execute_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_
     interrupted = False
     work = CaseWork(system, plugins, suite.concurrency, suite.recipe, store, suite.stage_cache)
     try:
-        (suite.executor or plugins.executors.get("local").factory(None)).run(work, [suite.cases[i] for i in misses], done)
+        executor_of(suite, plugins).run(work, [suite.cases[i] for i in misses], done)
     except KeyboardInterrupt:
         interrupted = True
     finally:

@@ -259,6 +259,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
               "cases": len(suite.cases)}
     if selection is not None:
         header["selection"] = selection
+    if suite.executor_name != "local":  # diagnose re-executes where the run executed
+        header["executor"] = suite.executor_name
     plugins.pm.hook.oloproof_run_started(run=header)
     confidence = suite.policy.confidence_level if suite.policy else 0.95
     judges = {s.evaluator.criterion: digest(s.identity) for s in suite.evaluators

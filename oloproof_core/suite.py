@@ -81,7 +81,8 @@ class Suite:
     # slice name -> the criteria its rows show (`{slice: ..., metrics: [...]}`); absent: every one
     slice_criteria: dict = field(factory=dict)
     design: Design = Design()  # trials and clusters (units.py); the default summarises every case once
-    executor: Any = None  # the executor plugin's object (execution.open_executor)
+    executor: Any = None  # the executor plugin's object (execution.executor_of)
+    executor_name: str = "local"
     recipe: Any = None  # execution.WorkRecipe: how an executor's worker builds the same system
     stage_cache: Any = None  # the system's StageCache (None without a store)
 
@@ -152,7 +153,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     stage_reads = use_cache and executions != "refresh"
     stage_cache = StageCache(store, read=stage_reads) if store is not None else None
     system, kind = load_system(doc, skeleton.system, plugins, project_dir, stage_cache)
-    executor_made = load_executor(doc, skeleton.executor, plugins, executor)
+    executor_name, executor_made = load_executor(doc, skeleton.executor, plugins, executor)
     cases = tuple(load_cases(skeleton.cases, project_dir, doc))
 
     unit = relevance_unit(doc, skeleton)
@@ -241,8 +242,8 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                  min_slice_support=skeleton.min_slice_support, policy=policy,
                  concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
                  executions=executions, relevance_unit=unit, slice_criteria=slice_criteria, design=design,
-                 executor=executor_made, recipe=_recipe(config_path, project_dir, plugins, stage_reads),
-                 stage_cache=stage_cache)
+                 executor=executor_made, executor_name=executor_name,
+                 recipe=_recipe(config_path, project_dir, plugins, stage_reads), stage_cache=stage_cache)
 
 
 def slice_spec(doc: Document, spec: Any, i: int, criteria: dict) -> tuple[str, tuple[str, ...] | None]:
@@ -303,9 +304,9 @@ def _recipe(config_path: Path, project_dir: Path, plugins: Plugins, stage_reads:
                       disabled=disabled, stage_reads=stage_reads)
 
 
-def load_executor(doc: Document, block: Any, plugins: Plugins, override: str | None = None) -> Any:
-    """The suite's ``executor:`` (a name, or a mapping with ``type:`` and the executor's options),
-    made by its plugin; ``--executor NAME`` replaces its type (and keeps its options when it names
+def load_executor(doc: Document, block: Any, plugins: Plugins, override: str | None = None) -> tuple[str, Any]:
+    """The suite's ``executor:`` (a name, or a mapping with ``type:`` and the executor's options):
+    its name and the object its plugin made; ``--executor NAME`` replaces its type (and keeps its options when it names
     the same type). Bad options stop here, before anything runs."""
     path = ("executor",)
     if block is None or isinstance(block, str):
@@ -322,7 +323,7 @@ def load_executor(doc: Document, block: Any, plugins: Plugins, override: str | N
     entry = plugins.executors.get(name, where=where)
     options = _options(doc, entry, data, path, f"executor {name!r} from {entry.distribution}")
     try:
-        return entry.factory(options)
+        return name, entry.factory(options)
     except ConfigError as exc:
         raise ConfigError(exc.problem, where=doc.where(path), fix=exc.fix) from None
 

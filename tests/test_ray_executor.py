@@ -64,6 +64,18 @@ def test_the_rag_example_records_the_same_under_ray_as_locally(tmp_path, ray_hea
     [local_id], [remote_id] = Project(local).runs(), Project(remote).runs()
     assert records(local, local_id) == records(remote, remote_id)
 
+    # diagnose re-executes where the run executed (the run records its executor) and labels alike
+    with sqlite3.connect(remote / ".oloproof" / "store.db") as con:
+        header = json.loads(con.execute("SELECT header FROM runs WHERE id = ?", (remote_id,)).fetchone()[0])
+    assert header["executor"] == "ray"
+    for intervention in (["gold-context"], ["top-k", "--top-k", "6"]):
+        args = ["diagnose", "latest", "--criterion", "answer_correct", "--intervention", *intervention]
+        here_diagnosis = olo(*args, cwd=local)
+        there_diagnosis = olo(*args, cwd=remote, env=ray_head.env(), timeout=600)
+        assert here_diagnosis.code == there_diagnosis.code == 0, there_diagnosis
+        ids = re.compile(r"(run_\w{26}|sha256:[0-9a-f]+)")
+        assert ids.sub("ID", here_diagnosis.out) == ids.sub("ID", there_diagnosis.out)
+
     # the system's stage caches are read on the workers: a new execution of unchanged stages hits them
     assert olo("cache", "clear", "execution", cwd=remote).code == 0
     again = olo("run", "--executor", "ray", cwd=remote, env=ray_head.env(), timeout=600)
