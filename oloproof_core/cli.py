@@ -23,9 +23,13 @@ def _echo(lines) -> None:
 class Project:
     """The project a command works on: its config file, plugins and store, opened lazily."""
 
-    def __init__(self, config: str | None, store: str | None = None):
+    def __init__(self, config: str | None, store: str | None = None, existing: bool = False):
+        """:param existing: the command reads a project (runs, inspect, compare, ...): without its
+        config file, and with no other store named, it stops before anything is created."""
         self.store_spec = store  # --store: beats the suite's store and OLOPROOF_STORE
         self.config_path = Path(config or "oloproof.yaml")
+        if existing and store is None and not self.config_path.is_file():
+            _no_project(config)
         try:
             self.dir = self.config_path.resolve().parent
         except (RuntimeError, OSError):  # a symbolic link loop: reading it says so, in one line
@@ -88,6 +92,20 @@ class Project:
                 options = _options(doc, entry, {}, ("store",), "store 'local'") if doc else None
                 self._store = entry.factory(options, self.dir)
         return self._store
+
+
+def _no_project(config: str | None) -> None:
+    """A command that reads a project's runs, run where there is none: say so, create nothing."""
+    import os
+
+    if config is not None:
+        raise ConfigError(f"no config file {config}", where="--config",
+                          fix="pass the path of an existing oloproof.yaml, or create one with `oloproof init`")
+    if os.environ.get("OLOPROOF_STORE"):
+        return  # the team's store, named in the environment: no project file needed to read it
+    raise ConfigError("no oloproof.yaml here, so there is no project to read",
+                      fix="cd to the project's directory, pass --config FILE, or create a project with "
+                          "`oloproof init --template callable DIR`")
 
 
 config_option = click.option("--config", "config", metavar="FILE", default=None,
@@ -178,7 +196,7 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
     from .report import is_failure, render_case, render_failures
 
-    store = Project(config, store_spec).reader()
+    store = Project(config, store_spec, existing=True).reader()
     if run_or_object_id.startswith("sha256:"):
         object_id, kind, record = store.get_object(run_or_object_id)
         if fmt == "json":
@@ -229,7 +247,7 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json (or --html FILE)."""
     from .files import bundle_folder, write_file
 
-    project = Project(config, store_spec)
+    project = Project(config, store_spec, existing=True)
     store = project.reader()
     if html_file is not None:
         from .viewer import export_html
@@ -283,10 +301,10 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
     from .outputs.text import render_comparison
 
     wanted = outputs_wanted(junit, junit_cases, json_file, markdown)
-    project = Project(config, store_spec)
+    project = Project(config, store_spec, existing=True)
+    policy = load_compare_policy(Path(policy_file))  # a bad policy file stops the command before the store
     store = project.store
     candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)
-    policy = load_compare_policy(Path(policy_file))
     view, record = compare_runs(store, project.plugins, candidate, baseline, policy, allow_different_evaluators)
     store.put_object("comparison", view["id"], record)
     if fmt == "json":
@@ -323,7 +341,7 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
     from .diagnose_report import diagnosis_lines
     from .suite import load_suite
 
-    project = Project(config, store_spec)
+    project = Project(config, store_spec, existing=True)
     run_id = project.store.resolve_run(run_id)
     recorded = project.store.get_run(run_id)[0].get("config")
     if config is None and recorded and recorded != project.config_path.name and (project.dir / recorded).is_file():
@@ -394,7 +412,7 @@ def view(host: str, port: int, open_browser: bool, config: str | None, store_spe
     """Serve a read-only web viewer of this project's runs, cases, comparisons and diagnoses."""
     from .viewer import serve
 
-    project = Project(config, store_spec)
+    project = Project(config, store_spec, existing=True)
 
     def announce(url: str) -> None:
         click.echo(f"Oloproof viewer on {url} (read-only; Ctrl-C stops it)")
@@ -407,14 +425,14 @@ def view(host: str, port: int, open_browser: bool, config: str | None, store_spe
 @config_option
 @store_option
 def runs(fmt: str, config: str | None, store_spec: str | None) -> None:
-    """List the runs stored in this project (``latest`` names the newest one in any command).
+    """List the runs stored in this project (`latest` names the newest one in any command).
 
     The config column is a short hash of the system's identity (its settings and code), so two
     runs of the same code under different settings can be told apart.
     """
     from .report import table
 
-    headers = Project(config, store_spec).reader().list_runs()
+    headers = Project(config, store_spec, existing=True).reader().list_runs()
     if fmt == "json":
         from .outputs.view import run_ref
 
@@ -526,7 +544,7 @@ def cache(ctx: click.Context, config: str | None, store_spec: str | None) -> Non
         return
     from .report import table
 
-    store = Project(config, store_spec).reader()
+    store = Project(config, store_spec, existing=True).reader()
     stats = getattr(store, "cache_stats", None)
     if stats is None:
         raise OloproofError(f"the store {type(store).__name__} cannot list its caches", fix="use the local store")
@@ -550,7 +568,7 @@ def _size(count: int) -> str:
 @click.pass_context
 def cache_clear(ctx: click.Context, namespaces: tuple[str, ...], everything: bool) -> None:
     """Empty the cache NAMESPACES (execution, judgment, stage:retrieve, stage:generate)."""
-    store = Project(ctx.obj.get("config"), ctx.obj.get("store")).store
+    store = Project(ctx.obj.get("config"), ctx.obj.get("store"), existing=True).store
     known = {ns for ns, _, _ in store.cache_stats()} | set(CACHE_NAMESPACES)
     if everything:
         namespaces = tuple(sorted(known))
@@ -621,7 +639,7 @@ def judge() -> None:
               help='JSONL, one line per case: {"id": "c001", "label": true}; see docs/judges.md.')
 @click.option("--criterion", required=True, metavar="NAME", help="The judge's criterion (grounded, ...).")
 @click.option("--run", "run_id", default=None, metavar="RUN_ID",
-              help="Judge the outputs recorded in this run (default: the latest run of the config).")
+              help="Judge the outputs recorded in this run (default: latest, the newest run of the project).")
 @config_option
 @store_option
 def validate(labels_file: str, criterion: str, run_id: str | None, config: str | None, store_spec: str | None) -> None:

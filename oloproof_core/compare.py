@@ -177,7 +177,7 @@ def planning_line(p: Paired, margin: float, confidence: float) -> str | None:
 
 def load_compare_policy(path: Path) -> Policy:
     """Load a compare policy: every rule has a compare kind and exactly the fields that kind reads."""
-    doc = Document.load(path)
+    doc = Document.load(path, fix="create it, or pass another file with --policy")
     rules = doc.data.get("rules") if isinstance(doc.data, dict) else None
     for i, raw in enumerate(rules if isinstance(rules, list) else []):
         if isinstance(raw, dict) and "kind" not in raw:  # else the run policy's `interval` default applies
