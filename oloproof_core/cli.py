@@ -205,6 +205,10 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
             from .diagnose_report import inspect_lines
 
             _echo(inspect_lines(record))
+        elif kind == "comparison":
+            from .outputs.text import stored_comparison
+
+            _echo(stored_comparison(object_id, record))
         else:
             _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
         return
@@ -286,13 +290,15 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
 @click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False),
               help="The comparison policy (version, confidence_level, block_on, rules).")
 @click.option("--slices", "show_slices", is_flag=True, help="List the exploratory slice differences.")
+@click.option("--cases", "show_cases", is_flag=True,
+              help="List every case that changed verdict (default: the first 5 and a count).")
 @click.option("--allow-different-evaluators", is_flag=True,
               help="Compare even if a criterion's evaluator config differs; its rules need manual review.")
 @format_option
 @output_options
 @config_option
 @store_option
-def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
+def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool, show_cases: bool,
             allow_different_evaluators: bool, fmt: str, junit: str | None, junit_cases: bool,
             json_file: str | None, markdown: str | None, config: str | None,
             store_spec: str | None) -> None:
@@ -312,7 +318,7 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
 
         click.echo(to_json(view), nl=False)
     else:
-        _echo(render_comparison(view, show_slices))
+        _echo(render_comparison(view, show_slices, show_cases))
     if wanted:  # --junit-cases: the candidate's cases
         from .outputs import write_outputs
 

@@ -16,7 +16,7 @@ from attrs import frozen
 
 from . import stats
 from .config import Document
-from .display import fixed, percent, points_cells
+from .display import points_cells
 from .errors import ConfigError
 from .gate import Policy, Rule, decide_rule, gate, load_policy, policy_data
 from .identity import digest
@@ -109,19 +109,12 @@ def paired_data(p: Paired, confidence: float, interval: bool = True) -> dict:
 
 @frozen(kw_only=True)
 class Decision:
-    """One compare rule's verdict, its reason and, when undecided, the planning line."""
+    """One compare rule's verdict, its reason and, when undecided, the planning figures."""
 
     rule: Rule
     verdict: str
     reason: str
-    planning: str | None = None
-
-
-def describe(rule: Rule) -> str:
-    """``non-inferiority, margin 5.0 points`` or ``floor, min 70.0%``."""
-    if rule.kind == "floor":
-        return f"floor, min {percent(rule.min)}"
-    return f"{rule.kind}, margin {fixed(rule.margin or 0.0, 1)} points"
+    plan: dict | None = None  # see plan(); outputs/text.py says it in words
 
 
 def decide(rule: Rule, p: Paired, confidence: float, metric: Any, changed: bool,
@@ -153,26 +146,23 @@ def decide(rule: Rule, p: Paired, confidence: float, metric: Any, changed: bool,
     if p.n_missing and (low > boundary or high < boundary):
         return Decision(rule=rule, verdict="INSUFFICIENT_EVIDENCE", reason="missing_cases_could_change_it")
     return Decision(rule=rule, verdict="INSUFFICIENT_EVIDENCE", reason="interval_overlaps_margin",
-                    planning=planning_line(p, -boundary, confidence))
+                    plan=plan(p, -boundary, confidence))
 
 
-def planning_line(p: Paired, margin: float, confidence: float) -> str | None:
+def plan(p: Paired, margin: float, confidence: float) -> dict | None:
     """How many more pairs would decide the rule if the observed difference and discordance held.
 
     :param margin: the boundary as ``-margin`` (a fraction), as :func:`stats.planning_total` takes it.
-    :return: the line, or None for scores or when no pair is discordant (nothing to scale).
+    :return: ``{"paired", "total", "discordance", "limit"}`` (``total`` None: no total up to
+        ``limit`` decides it; ``discordance`` in whole percent), or None for scores or when no pair
+        is discordant (nothing to scale).
     """
     counts = p.discordant
     if counts is None or sum(counts) == 0:
         return None
     b, c = counts
-    total = stats.planning_total(b, c, p.n, margin, confidence, limit=PLANNING_LIMIT)
-    share = int(stats.round_half_up(100 * (b + c) / p.n, 0))
-    if total is None:
-        return (f"no total up to {PLANNING_LIMIT:,} paired cases would decide it, "
-                f"if the difference holds ({share}% discordance)")
-    return (f"about {total - p.n} more paired cases would decide it, if the difference holds "
-            f"({total} in total at {share}% discordance)")
+    return {"paired": p.n, "total": stats.planning_total(b, c, p.n, margin, confidence, limit=PLANNING_LIMIT),
+            "discordance": int(stats.round_half_up(100 * (b + c) / p.n, 0)), "limit": PLANNING_LIMIT}
 
 
 def load_compare_policy(path: Path) -> Policy:
@@ -215,8 +205,7 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     The id does not depend on how the comparison is shown: the stored record always lists the
     slice lines.
     """
-    from .outputs.text import comparison_body, comparison_header
-    from .outputs.view import COMPARISON_FORMAT, VERSION, changed_cases, outcome_of, run_ref
+    from .outputs.view import COMPARISON_FORMAT, VERSION, changed_cases, decision_entry, run_ref
 
     cand_header, _ = store.get_run(candidate_id)
     base_header, _ = store.get_run(baseline_id)
@@ -261,20 +250,21 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
                          for c in header["evaluators"] if c not in other["evaluators"]],
         "metrics": [{**paired_data(paired[c], confidence), "evaluator_changed": c in changed} for c in criteria],
         "slices": _slices(cand_header, cand, base, ids, criteria, confidence),
-        "decisions": [{"rule": d.rule.id, "metric": d.rule.metric, "kind": d.rule.kind,
-                       "threshold": {k: getattr(d.rule, k) for k in RULE_BOUNDS if getattr(d.rule, k) is not None},
-                       "description": describe(d.rule), "verdict": d.verdict, "reason": d.reason,
-                       "planning": d.planning, "blocking": d.verdict in policy.block_on,
-                       "outcome": outcome_of(d.verdict, policy.block_on)} for d in decisions],
+        "decisions": [decision_entry({"id": d.rule.id, "metric": d.rule.metric, "kind": d.rule.kind,
+                                      **{k: getattr(d.rule, k) for k in RULE_BOUNDS}},
+                                     d.verdict, d.reason, policy.block_on, compared=True, plan=d.plan)
+                      for d in decisions],
         "gate": {"verdict": verdict, "exit_code": int(code), "block_on": list(policy.block_on), "policy": True},
         "changed_cases": changed_cases(cand, base, ids, criteria),
         "exit_code": int(code),
     }
+    # the stored record is the view itself (its id left out, as the id is the record's digest):
+    # `inspect` and the viewer render it as `compare --slices` prints it
     record = {"kind": "comparison", "candidate": candidate_id, "baseline": baseline_id,
-              "policy": policy_data(policy), "lines": comparison_body(view, show_slices=True),
-              "decisions": [{"rule": d.rule.id, "verdict": d.verdict, "reason": d.reason} for d in decisions]}
-    view["id"] = "sha256:" + digest(record)
-    record = {**record, "lines": [comparison_header(view), *record["lines"]]}
+              "policy": policy_data(policy),
+              "decisions": [{"rule": d.rule.id, "verdict": d.verdict, "reason": d.reason} for d in decisions],
+              "view": view}
+    view = {**view, "id": "sha256:" + digest(record)}
     return view, record
 
 
