@@ -123,8 +123,10 @@ def test_missing_judgments_get_their_own_line_and_inspect_separates_the_kinds(tm
         "Failed: a judgment failed (1)", "wrong",
         "Errored or did not finish: no output to judge (1)", "boom",
         "Not judged: an output, but a judgment is missing (1)", "silent",
+        "Why: each case's expected value, and the reason each criterion gives", "wrong", "boom", "silent",
     ]
     assert "  hit_rate_at_2: missing (no_retrieval_recorded)" in failures.out
+    assert "  hit_rate_at_2: missing, no_retrieval_recorded" in failures.out.splitlines()
 
 
 def test_a_validation_with_nothing_to_compare_stops_and_stores_nothing(tmp_path):

@@ -318,7 +318,7 @@ def test_a_validation_below_the_requirement_exits_3(project):
     (["--criterion", "answer_correct"], '{"id": "c0001", "label": true}',
      "labels.jsonl:1: case 'c0001' is not in oloproof.yaml's cases; fix: did you mean 'c001'?"),
     (["--criterion", "answer_correct"], '{"id": "c001", "label": true}',
-     "no run of oloproof.yaml to take the outputs from; fix: run `oloproof run` first"),
+     "no run to take the outputs from; fix: run `oloproof run` first"),
     (["--criterion", "answer_correct", "--run", "run_nope"], '{"id": "c001", "label": true}', "no run run_nope"),
     (["--criterion", "answer_correct"], '{"id": "c001", "label": true, "output": "x", "artifacts": {"contxt/v1": []}}',
      "labels.jsonl:1: unknown artifact 'contxt/v1'"),
