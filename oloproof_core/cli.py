@@ -186,7 +186,9 @@ def _warn_damaged(store) -> None:
 
 @cli.command()
 @click.argument("run_or_object_id")
-@click.option("--failures", is_flag=True, help="List the cases that failed, errored or did not finish.")
+@click.option("--failures", is_flag=True,
+              help="List the cases that failed, errored or did not finish, then why: each one's expected "
+                   "value and each criterion's reason.")
 @click.option("--case", "case_id", metavar="ID", help="Show one case: input, expected, output, judgments.")
 @format_option
 @config_option
@@ -302,7 +304,10 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool, 
             allow_different_evaluators: bool, fmt: str, junit: str | None, junit_cases: bool,
             json_file: str | None, markdown: str | None, config: str | None,
             store_spec: str | None) -> None:
-    """Compare CANDIDATE with BASELINE case by case and decide the comparison policy."""
+    """Compare CANDIDATE with BASELINE case by case and decide the comparison policy.
+
+    After the gate line come the cases that changed verdict: fixed (passing now) or broken.
+    """
     from .compare import compare_runs, load_compare_policy
     from .outputs.text import render_comparison
 
@@ -511,7 +516,7 @@ def copy(source: str | None, target: str, config: str | None) -> None:
 def check(config: str | None, store_spec: str | None) -> None:
     """Verify the whole store: every run against its seal, every cache value and object against
     its checksum, and the database file itself. Exit 0 when nothing is damaged, 2 otherwise."""
-    store = Project(config, store_spec).reader()
+    store = Project(config, store_spec, existing=True).reader()
     checker = getattr(store, "check", None)
     if checker is None:
         raise OloproofError("this store cannot check itself", fix="use the local store")

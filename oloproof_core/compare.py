@@ -16,7 +16,6 @@ from attrs import frozen
 
 from . import stats
 from .config import Document
-from .display import points_cells
 from .errors import ConfigError
 from .gate import Policy, Rule, decide_rule, gate, load_policy, policy_data
 from .identity import digest
@@ -86,25 +85,6 @@ def pair(criterion: str, candidate: dict[str, dict], baseline: dict[str, dict], 
             cand.append(float(x["value"]))
             base.append(float(y["value"]))
     return Paired(criterion=criterion, candidate=cand, baseline=base, missing=missing, excluded=excluded)
-
-
-def paired_data(p: Paired, confidence: float, interval: bool = True) -> dict:
-    """One criterion's paired difference as data (the comparison view's ``metrics`` entry).
-
-    :param interval: False leaves the interval out (a slice with too few pairs for one).
-    """
-    entry: dict = {"name": p.criterion, "paired": p.n, "difference": None, "low": None, "high": None,
-                   "missing": p.n_missing, "excluded": sum(p.excluded.values()), "display": None}
-    if p.n:
-        diff, low, high = p.interval(confidence)
-        value, bounds = points_cells(diff, low, high)
-        entry.update(difference=diff, display={"difference": value, "interval": bounds if interval else None})
-        if interval:
-            entry.update(low=low, high=high)
-    entry["excluded_reasons"] = [{"reason": reason, "pairs": n} for reason, n in sorted(p.excluded.items())]
-    entry["missing_reasons"] = [{"reason": reason, "run": where, "pairs": n}
-                                for (reason, where), n in sorted(p.missing.items())]
-    return entry
 
 
 @frozen(kw_only=True)
@@ -205,7 +185,7 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     The id does not depend on how the comparison is shown: the stored record always lists the
     slice lines.
     """
-    from .outputs.view import COMPARISON_FORMAT, VERSION, changed_cases, decision_entry, run_ref
+    from .outputs.view import COMPARISON_FORMAT, VERSION, changed_cases, decision_entry, paired_entry, run_ref
 
     cand_header, _ = store.get_run(candidate_id)
     base_header, _ = store.get_run(baseline_id)
@@ -248,7 +228,7 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
                          for run, header, other in ((candidate_id, cand_header, base_header),
                                                     (baseline_id, base_header, cand_header))
                          for c in header["evaluators"] if c not in other["evaluators"]],
-        "metrics": [{**paired_data(paired[c], confidence), "evaluator_changed": c in changed} for c in criteria],
+        "metrics": [{**paired_entry(paired[c], confidence), "evaluator_changed": c in changed} for c in criteria],
         "slices": _slices(cand_header, cand, base, ids, criteria, confidence),
         "decisions": [decision_entry({"id": d.rule.id, "metric": d.rule.metric, "kind": d.rule.kind,
                                       **{k: getattr(d.rule, k) for k in RULE_BOUNDS}},
@@ -271,6 +251,8 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
 def _slices(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: Sequence[str],
             confidence: float) -> list[dict]:
     """One entry per slice of the candidate run and criterion with at least one observed pair."""
+    from .outputs.view import paired_entry
+
     out = []
     support = header.get("min_slice_support", 10)
     for name in header.get("slices", []):
@@ -283,7 +265,7 @@ def _slices(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: 
             for c in criteria:
                 p = pair(c, cand, base, groups[key])
                 if p.n:  # too few pairs for an interval worth printing: the difference alone
-                    out.append({"slice": name, "group": key, **paired_data(p, confidence, p.n >= support)})
+                    out.append({"slice": name, "group": key, **paired_entry(p, confidence, p.n >= support)})
     return out
 
 

@@ -145,6 +145,28 @@ def case_criteria(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, s
             yield record["id"], criterion, judgment, record.get("missing")
 
 
+def paired_entry(p: Any, confidence: float, interval: bool = True) -> dict:
+    """One criterion's paired difference (a compare.Paired) as the comparison view's ``metrics``
+    (and ``slices``) entry.
+
+    :param interval: False leaves the interval out (a slice with too few pairs for one).
+    """
+    from ..display import points_cells
+
+    entry: dict = {"name": p.criterion, "paired": p.n, "difference": None, "low": None, "high": None,
+                   "missing": p.n_missing, "excluded": sum(p.excluded.values()), "display": None}
+    if p.n:
+        diff, low, high = p.interval(confidence)
+        value, bounds = points_cells(diff, low, high)
+        entry.update(difference=diff, display={"difference": value, "interval": bounds if interval else None})
+        if interval:
+            entry.update(low=low, high=high)
+    entry["excluded_reasons"] = [{"reason": reason, "pairs": n} for reason, n in sorted(p.excluded.items())]
+    entry["missing_reasons"] = [{"reason": reason, "run": where, "pairs": n}
+                                for (reason, where), n in sorted(p.missing.items())]
+    return entry
+
+
 def change_of(entry: Mapping[str, str]) -> str:
     """A changed case's direction: ``fixed`` (it passes now), ``broken`` (it passed before) or
     ``changed`` (between failed and missing)."""
