@@ -25,11 +25,13 @@ class Project:
 
     def __init__(self, config: str | None, store: str | None = None, existing: bool = False):
         """:param existing: the command reads a project (runs, inspect, compare, ...): without its
-        config file, and with no other store named, it stops before anything is created."""
+        config file or a local store here, and with no other store named, it stops before
+        anything is created."""
         self.store_spec = store  # --store: beats the suite's store and OLOPROOF_STORE
         self.config_path = Path(config or "oloproof.yaml")
         if existing and store is None and not self.config_path.is_file():
-            _no_project(config)
+            if config is not None or not Path(".oloproof").is_dir():  # runs made with another --config
+                _no_project(config)
         try:
             self.dir = self.config_path.resolve().parent
         except (RuntimeError, OSError):  # a symbolic link loop: reading it says so, in one line

@@ -22,6 +22,7 @@ def tolerance(replicates: int) -> float:
     return 3 * math.sqrt(CONFIDENCE * (1 - CONFIDENCE) / replicates)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cells", [(20, 3, 2, 13), (5, 1, 7, 2), (12, 0, 0, 9), (7, 6, 5, 8), (40, 1, 1, 30)])
 def test_kappa_of_the_rates_is_cohens_kappa(cells):
     from statsmodels.stats.inter_rater import cohens_kappa

@@ -160,6 +160,7 @@ def path_a(tmp_path_factory) -> dict:
     return {"p": p, "cand": cand, "base": base}
 
 
+@pytest.mark.slow
 def test_path_a_prints_the_documented_comparison(path_a):
     p, cand, base = path_a["p"], path_a["cand"], path_a["base"]
     result = compare(p, cand, base)
@@ -188,6 +189,7 @@ def test_path_a_slices_list_one_line_per_slice_and_metric(path_a):
     assert lines[lines.index("Decisions"):] == decisions[decisions.index("Decisions"):]
 
 
+@pytest.mark.slow
 def test_path_a_id_is_stable_and_inspect_shows_the_comparison(path_a):
     p, cand, base = path_a["p"], path_a["cand"], path_a["base"]
     first, again = compare(p, cand, base), compare(p, cand, base)
@@ -215,6 +217,7 @@ def test_path_a_id_is_stable_and_inspect_shows_the_comparison(path_a):
 # --- pairing ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_disjoint_runs_are_refused(project):
     project.cases([case(i) for i in range(4)])
     base = run_system(project, "a")
@@ -229,6 +232,7 @@ def test_disjoint_runs_are_refused(project):
     assert "Traceback" not in result.err
 
 
+@pytest.mark.slow
 def test_partially_overlapping_runs_pair_the_shared_cases(project):
     project.cases([case(i, ok=i != 7) for i in range(10)])  # c000..c009, c007 fails in the baseline
     base = run_system(project, "a")
@@ -243,6 +247,7 @@ def test_partially_overlapping_runs_pair_the_shared_cases(project):
     assert result.code == 3
 
 
+@pytest.mark.slow
 def test_runs_of_the_same_cases_print_no_unpaired_line(ten):
     p = ten["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0")
@@ -251,6 +256,7 @@ def test_runs_of_the_same_cases_print_no_unpaired_line(ten):
     assert "answer_correct: +80.0 points [+3.4, +99.3] · 10 paired · 0 missing · 0 excluded" in result.out
 
 
+@pytest.mark.slow
 def test_excluded_and_missing_pairs_are_counted_with_their_reasons(twenty):
     p = twenty["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0")
@@ -279,6 +285,7 @@ def test_excluded_and_missing_pairs_are_counted_with_their_reasons(twenty):
         "Changed verdicts: 1 on 1 case (1 fixed, 0 broken)", "  c005  fixed: answer_correct"]
 
 
+@pytest.mark.slow
 def test_a_missing_pair_never_helps_a_pass(twenty):
     # 19 unchanged pairs: [-24.6, +24.6] clears a 28-point margin, but with the missing pair at
     # the worst difference (-1) the lower bound is -32.4, so the rule cannot pass.
@@ -293,6 +300,7 @@ def test_a_missing_pair_never_helps_a_pass(twenty):
         assert result.code == 3
 
 
+@pytest.mark.slow
 def test_a_missing_case_counts_against_a_floor(twenty):
     # Floor on the candidate alone: 20/20 (the excluded case aside) has Clopper-Pearson lower
     # bound 83.2%; with the crashed case counted as a failure, 19/20 gives 75.1%.
@@ -304,6 +312,7 @@ def test_a_missing_case_counts_against_a_floor(twenty):
     assert crashed.code == 3
 
 
+@pytest.mark.slow
 def test_a_floor_reads_every_case_of_the_candidate(project):
     # The candidate has cases the baseline lacks; the floor reads all of them, not only the pairs.
     project.cases([case(i) for i in range(3)])
@@ -319,6 +328,7 @@ def test_a_floor_reads_every_case_of_the_candidate(project):
 # --- evaluators that differ ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_criterion_defined_differently_is_refused_or_needs_manual_review(project):
     project.cases([case(i) for i in range(6)])
     base = run_system(project, "a")
@@ -342,6 +352,7 @@ def test_a_criterion_defined_differently_is_refused_or_needs_manual_review(proje
     assert "Gate: BLOCK (exit 3)" in allowed.out
 
 
+@pytest.mark.slow
 def test_a_criterion_in_one_run_only_is_named_and_cannot_be_decided(project):
     project.cases([case(i) for i in range(4)])
     base = run_system(project, "a")
@@ -360,6 +371,7 @@ def test_a_criterion_in_one_run_only_is_named_and_cannot_be_decided(project):
 # --- decisions, verdicts and the gate -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_decision_kind_passes_when_the_candidate_is_clearly_better(ten):
     p = ten["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0",
@@ -409,6 +421,7 @@ def test_superiority_fails_when_the_interval_rules_out_the_margin(twenty):
     assert result.code == 1
 
 
+@pytest.mark.slow
 def test_insufficient_evidence_blocks_with_exit_3_unless_policy_does_not_block_on_it(ten):
     p = ten["p"]
     rule = "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0"
@@ -425,6 +438,7 @@ def test_insufficient_evidence_blocks_with_exit_3_unless_policy_does_not_block_o
     assert lenient.code == 0
 
 
+@pytest.mark.slow
 def test_manual_review_blocks_with_exit_3_and_fail_wins_with_exit_1(project):
     project.cases([case(i) for i in range(10)])
     base = run_system(project, "a")
@@ -482,6 +496,7 @@ def test_planning_says_when_nothing_within_the_search_bound_decides(ten):
 # --- slices ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_slices_count_line_and_listing(twenty):
     p = twenty["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0")

@@ -63,6 +63,7 @@ def test_one_failure_is_not_called_structural(project):
     assert "Failed: every" not in project.run("run").out  # one judgment says nothing about the suite
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("evaluator, reason", [("contains", "expected_text_not_found"), ("exact", "not_equal")])
 def test_inspect_failures_shows_the_expected_value_and_each_reason(project, evaluator, reason):
     project.write("oloproof.yaml", f"""
@@ -88,6 +89,7 @@ def test_inspect_failures_shows_the_expected_value_and_each_reason(project, eval
         "status": "fail", "value": 0.0, "reason": reason, "detail": {"field": "answer", "expected": ["answer 1"]}}
 
 
+@pytest.mark.slow
 def test_a_suite_without_evaluators_is_a_config_error(project):
     project.cases([case(0)])
     project.write("oloproof.yaml", "system: {callable: app:run}\nevaluators: []\n")
@@ -108,6 +110,7 @@ READ_ONLY = [["runs"], ["inspect", "latest"], ["inspect", "latest", "--failures"
              ["view", "--port", "0"], ["cache"], ["cache", "clear", "--all"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", READ_ONLY, ids=lambda a: " ".join(a[:2]))
 def test_read_only_commands_outside_a_project_say_so_and_create_nothing(tmp_path, args):
     (tmp_path / "compare.yaml").write_text(POLICY.replace("min: 0.5", "kind: floor, min: 0.5"), encoding="utf-8")
@@ -119,6 +122,7 @@ def test_read_only_commands_outside_a_project_say_so_and_create_nothing(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["compare.yaml"]  # no .oloproof/
 
 
+@pytest.mark.slow
 def test_a_missing_config_file_is_named(tmp_path):
     result = olo("runs", "--config", "nope.yaml", cwd=tmp_path)
     assert result.code == 2
@@ -128,6 +132,7 @@ def test_a_missing_config_file_is_named(tmp_path):
 
 # --- policy files ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_missing_policy_file_names_the_policy_key(project):
     project.cases([case(0)])
     project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "policy: policy.yaml\n")
@@ -137,6 +142,7 @@ def test_a_missing_policy_file_names_the_policy_key(project):
                           "in oloproof.yaml\n")
 
 
+@pytest.mark.slow
 def test_a_missing_compare_policy_names_the_option(project):
     project.cases([case(0)])
     project.run("run")
@@ -159,6 +165,7 @@ def test_a_policy_offers_only_its_documented_keys(project):
 
 # --- latest ------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_judge_validate_reads_latest_the_newest_run_of_the_project(project):
     """The outputs come from the newest run, whichever config made it, as `latest` means everywhere."""
     project.cases([case(0), case(1, ok=False)])

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import case
 
 
@@ -18,6 +20,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_interrupt_keeps_finished_cases_and_the_next_run_resumes(project):
     project.write("app.py", """
         import time

@@ -100,6 +100,7 @@ def test_a_run_in_which_nothing_was_measured_is_not_a_decided_run(tmp_path):
     assert result.code == 3 and "Gate: BLOCK (exit 3)" in result.out, result
 
 
+@pytest.mark.slow
 def test_missing_judgments_get_their_own_line_and_inspect_separates_the_kinds(tmp_path):
     config = CONFIG + "  - {type: hit_rate, k: 2}\n"
     relevant = [{"doc_id": "d1"}]

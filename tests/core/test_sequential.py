@@ -35,6 +35,7 @@ def suite_of(project, n: int, failing=lambda i: i % 10 == 0, extra: str = "") ->
         config.write(policy("  rules: [{id: floor, metric: answer_correct, min: 0.5}]\n") + extra)
 
 
+@pytest.mark.slow
 def test_a_sequential_run_stops_when_the_gate_is_decided_and_says_so(project):
     suite_of(project, 200)
     result = project.run("run", "--until-decided")
