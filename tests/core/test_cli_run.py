@@ -176,6 +176,7 @@ def test_inspect_case_export_and_runs(project):
     assert run_id in listed.out and "UNGATED/COMPLETE" in listed.out
 
 
+@pytest.mark.slow
 def test_init_copies_the_basic_example_which_runs(tmp_path):
     assert olo("init", "--example", "basic", "demo", cwd=tmp_path).code == 0
     result = olo("run", cwd=tmp_path / "demo")

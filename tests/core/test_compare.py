@@ -171,6 +171,7 @@ def test_path_a_prints_the_documented_comparison(path_a):
     assert result.err == ""
 
 
+@pytest.mark.slow
 def test_path_a_slices_list_one_line_per_slice_and_metric(path_a):
     p, cand, base = path_a["p"], path_a["cand"], path_a["base"]
     result = compare(p, cand, base, "compare.yaml", "--slices")
@@ -396,6 +397,7 @@ def test_every_decision_kind_passes_when_the_candidate_is_clearly_better(ten):
     assert changed(compare(p, ten["bad"], ten["good"]))[0] == "Changed verdicts: 8 on 8 cases (0 fixed, 8 broken)"
 
 
+@pytest.mark.slow
 def test_every_decision_kind_fails_when_the_candidate_is_clearly_worse(ten):
     p = ten["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 2.0",
@@ -410,6 +412,7 @@ def test_every_decision_kind_fails_when_the_candidate_is_clearly_worse(ten):
     assert result.code == 1
 
 
+@pytest.mark.slow
 def test_superiority_fails_when_the_interval_rules_out_the_margin(twenty):
     p = twenty["p"]
     policy(p, "id: sup, metric: answer_correct, kind: superiority, margin: 30.0",

@@ -257,6 +257,7 @@ def test_the_run_fails_the_designed_cases(staged):
     assert len(staged.generate_after_run) == len(CASES)
 
 
+@pytest.mark.slow
 def test_gold_context_summary_lines(staged):
     assert staged.gold.code == 0, staged.gold
     assert staged.gold.err == ""
@@ -351,6 +352,7 @@ def test_top_k_replay_recovers_the_ranked_out_case(staged, replays):
     assert replays.top_k_parts[0] == replay_summary(staged, "top-k 3", 2)
 
 
+@pytest.mark.slow
 def test_top_k_replay_carries_the_gold_context_labels_and_child_runs(staged, replays):
     _, _, children, _ = replays.top_k_parts
     assert children[:2] == staged.children

@@ -179,6 +179,7 @@ def test_each_label_and_evidence_is_the_reading_by_hand(diagnosed):
             f"{'chunks' if diagnosed.unit == 'chunk' else 'documents'}):") in diagnosed.inspect.out
 
 
+@pytest.mark.slow
 def test_the_summary_counts_co_occurring_causes_apart(diagnosed):
     if diagnosed.unit == "chunk":
         expected = [

@@ -34,6 +34,7 @@ def test_a_run_without_exclusions_prints_no_excluded_line(project):
     assert result.code == 0 and "Excluded:" not in result.out and "Failed: every" not in result.out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("evaluator, reason", [("contains", "field_absent"), ("exact", "field_absent")])
 def test_a_bare_string_where_a_field_is_read_says_so_in_one_line(project, evaluator, reason):
     project.write("app.py", """

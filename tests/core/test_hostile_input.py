@@ -36,6 +36,7 @@ def fails(project, expected: str, *args: str) -> str:
 # -- files that are not what they should be ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_non_utf8_byte_in_the_config_or_the_cases(project):
     project.cases(GOOD)
     (project.root / "oloproof.yaml").write_bytes((project.root / "oloproof.yaml").read_bytes() + b"# caf\xe9\n")
@@ -90,6 +91,7 @@ def test_a_yaml_alias_bomb_fails_fast(project):
     assert time.monotonic() - start < 10
 
 
+@pytest.mark.slow
 def test_aliases_within_the_limit_are_read(project):
     project.cases(GOOD)
     project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text().replace(
@@ -129,6 +131,7 @@ def test_strict_json_in_cases(project, line, expected):
     assert not (project.root / "executed").exists()  # caught before anything ran
 
 
+@pytest.mark.slow
 def test_a_valid_surrogate_pair_is_text(project):
     project.write("cases.jsonl", '{"id": "a", "input": {"q": "smile \\ud83d\\ude00"}, "expected": {"answer": "smile"}}\n')
     result = project.run("run")
@@ -151,6 +154,7 @@ def test_invalid_yaml_in_a_diagnose_option(project):
     one_line(result, "--option k: invalid YAML value '[oops'")
 
 
+@pytest.mark.slow
 def test_negative_limits_are_refused_at_load(project):
     project.cases(GOOD)
     base = (project.root / "oloproof.yaml").read_text()

@@ -130,6 +130,7 @@ ASSEMBLY = {
 }
 
 
+@pytest.mark.slow
 def test_assembly_keeps_the_retrievers_order_and_drops_by_top_k_then_by_budget(tmp_path):
     project = staged(tmp_path, ASSEMBLY, 'name="mini", version="1", depth=5, top_k=4, token_budget=10')
     result = project.run("run")

@@ -321,6 +321,7 @@ def oloproof_run(root) -> subprocess.CompletedProcess:
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 def test_a_run_prints_the_documented_intervals(tmp_path):
     write_project(tmp_path)
     result = oloproof_run(tmp_path)
