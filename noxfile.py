@@ -1,4 +1,4 @@
-"""Sessions: tests (the README's test command), bench (speed figures), examples (third-party path)."""
+"""Sessions: tests (every test; the README's `pytest` runs the fast ones), bench (speed figures), lint, docs."""
 
 import nox
 
@@ -9,9 +9,10 @@ PYTHON = "3.11"
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Install the project with its test extras and run every test, slow ones included."""
+    """Install the project with its test extras and run every test: the fast suite (`pytest`) and
+    the slow, browser and service tests it leaves out (``-m ""`` lifts pyproject's selection)."""
     session.install("-e", ".[test]")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-m", "", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -26,9 +26,15 @@ def _echo(lines) -> None:
 class Project:
     """The project a command works on: its config file, plugins and store, opened lazily."""
 
-    def __init__(self, config: str | None, store: str | None = None):
+    def __init__(self, config: str | None, store: str | None = None, existing: bool = False):
+        """:param existing: the command reads a project (runs, inspect, compare, ...): without its
+        config file or a local store here, and with no other store named, it stops before
+        anything is created."""
         self.store_spec = store  # --store: beats the suite's store and OLOPROOF_STORE
         self.config_path = Path(config or "oloproof.yaml")
+        if existing and store is None and not self.config_path.is_file():
+            if config is not None or not Path(".oloproof").is_dir():  # runs made with another --config
+                _no_project(config)
         try:
             self.dir = self.config_path.resolve().parent
         except (RuntimeError, OSError):  # a symbolic link loop: reading it says so, in one line
@@ -91,6 +97,20 @@ class Project:
                 options = _options(doc, entry, {}, ("store",), "store 'local'") if doc else None
                 self._store = open_store(entry, options, self.dir)
         return self._store
+
+
+def _no_project(config: str | None) -> None:
+    """A command that reads a project's runs, run where there is none: say so, create nothing."""
+    import os
+
+    if config is not None:
+        raise ConfigError(f"no config file {config}", where="--config",
+                          fix="pass the path of an existing oloproof.yaml, or create one with `oloproof init`")
+    if os.environ.get("OLOPROOF_STORE"):
+        return  # the team's store, named in the environment: no project file needed to read it
+    raise ConfigError("no oloproof.yaml here, so there is no project to read",
+                      fix="cd to the project's directory, pass --config FILE, or create a project with "
+                          "`oloproof init --template callable DIR`")
 
 
 config_option = click.option("--config", "config", metavar="FILE", default=None,
@@ -190,7 +210,9 @@ def _warn_damaged(store) -> None:
 
 @cli.command()
 @click.argument("run_or_object_id")
-@click.option("--failures", is_flag=True, help="List the cases that failed, errored or did not finish.")
+@click.option("--failures", is_flag=True,
+              help="List the cases that failed, errored or did not finish, then why: each one's expected "
+                   "value and each criterion's reason.")
 @click.option("--case", "case_id", metavar="ID",
               help="Show one case: input, expected, output, the retrieval, context and citations, and each judgment "
                    "with its reason (with --format json: the stored record, unchanged).")
@@ -202,7 +224,7 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
     from .report import is_failure, render_failures, subset_line
 
-    store = Project(config, store_spec).reader()
+    store = Project(config, store_spec, existing=True).reader()
     if run_or_object_id.startswith("sha256:"):
         object_id, kind, record = store.get_object(run_or_object_id)
         if fmt == "json":
@@ -211,6 +233,10 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
             from .diagnose_report import inspect_lines
 
             _echo(inspect_lines(record))
+        elif kind == "comparison":
+            from .outputs.text import stored_comparison
+
+            _echo(stored_comparison(object_id, record))
         else:
             _echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
         return
@@ -258,7 +284,7 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json (or --html FILE)."""
     from .files import bundle_folder, write_file
 
-    project = Project(config, store_spec)
+    project = Project(config, store_spec, existing=True)
     store = project.reader()
     if html_file is not None:
         from .viewer import export_html
@@ -297,25 +323,30 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
 @click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False),
               help="The comparison policy (version, confidence_level, block_on, rules).")
 @click.option("--slices", "show_slices", is_flag=True, help="List the exploratory slice differences.")
+@click.option("--cases", "show_cases", is_flag=True,
+              help="List every case that changed verdict (default: the first 5 and a count).")
 @click.option("--allow-different-evaluators", is_flag=True,
               help="Compare even if a criterion's evaluator config differs; its rules need manual review.")
 @format_option
 @output_options
 @config_option
 @store_option
-def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
+def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool, show_cases: bool,
             allow_different_evaluators: bool, fmt: str, junit: str | None, junit_cases: bool,
             json_file: str | None, markdown: str | None, config: str | None,
             store_spec: str | None) -> None:
-    """Compare CANDIDATE with BASELINE case by case and decide the comparison policy."""
+    """Compare CANDIDATE with BASELINE case by case and decide the comparison policy.
+
+    After the gate line come the cases that changed verdict: fixed (passing now) or broken.
+    """
     from .compare import compare_runs, load_compare_policy
     from .outputs.text import render_comparison
 
     wanted = outputs_wanted(junit, junit_cases, json_file, markdown)
-    project = Project(config, store_spec)
+    project = Project(config, store_spec, existing=True)
+    policy = load_compare_policy(Path(policy_file))  # a bad policy file stops the command before the store
     store = project.store
     candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)
-    policy = load_compare_policy(Path(policy_file))
     view, record = compare_runs(store, project.plugins, candidate, baseline, policy, allow_different_evaluators)
     store.put_object("comparison", view["id"], record)
     if fmt == "json":
@@ -323,7 +354,7 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool,
 
         click.echo(to_json(view), nl=False)
     else:
-        _echo(render_comparison(view, show_slices))
+        _echo(render_comparison(view, show_slices, show_cases))
     if wanted:  # --junit-cases: the candidate's cases
         from .outputs import write_outputs
 
@@ -352,7 +383,7 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
     from .execution import make_intervention
     from .suite import load_suite
 
-    project = Project(config, store_spec)
+    project = Project(config, store_spec, existing=True)
     run_id = project.store.resolve_run(run_id)
     recorded = project.store.get_run(run_id)[0].get("config")
     if config is None and recorded and recorded != project.config_path.name and (project.dir / recorded).is_file():
@@ -423,7 +454,7 @@ def view(host: str, port: int, open_browser: bool, config: str | None, store_spe
     """Serve a read-only web viewer of this project's runs, cases, comparisons and diagnoses."""
     from .viewer import serve
 
-    project = Project(config, store_spec)
+    project = Project(config, store_spec, existing=True)
 
     def announce(url: str) -> None:
         click.echo(f"Oloproof viewer on {url} (read-only; Ctrl-C stops it)")
@@ -436,14 +467,14 @@ def view(host: str, port: int, open_browser: bool, config: str | None, store_spe
 @config_option
 @store_option
 def runs(fmt: str, config: str | None, store_spec: str | None) -> None:
-    """List the runs stored in this project (``latest`` names the newest one in any command).
+    """List the runs stored in this project (`latest` names the newest one in any command).
 
     The config column is a short hash of the system's identity (its settings and code), so two
     runs of the same code under different settings can be told apart.
     """
     from .report import table
 
-    headers = Project(config, store_spec).reader().list_runs()
+    headers = Project(config, store_spec, existing=True).reader().list_runs()
     if fmt == "json":
         from .outputs.view import run_ref
 
@@ -519,7 +550,7 @@ def copy(source: str | None, target: str, config: str | None) -> None:
 def check(config: str | None, store_spec: str | None) -> None:
     """Verify the whole store: every run against its seal, every cache value and object against
     its checksum, and the database file itself. Exit 0 when nothing is damaged, 2 otherwise."""
-    store = Project(config, store_spec).reader()
+    store = Project(config, store_spec, existing=True).reader()
     checker = getattr(store, "check", None)
     if checker is None:
         raise OloproofError("this store cannot check itself", fix="use the local store")
@@ -558,7 +589,7 @@ def cache(ctx: click.Context, config: str | None, store_spec: str | None) -> Non
         return
     from .report import table
 
-    store = Project(config, store_spec).reader()
+    store = Project(config, store_spec, existing=True).reader()
     stats = getattr(store, "cache_stats", None)
     if stats is None:
         raise OloproofError(f"the store {type(store).__name__} cannot list its caches", fix="use the local store")
@@ -582,7 +613,7 @@ def _size(count: int) -> str:
 @click.pass_context
 def cache_clear(ctx: click.Context, namespaces: tuple[str, ...], everything: bool) -> None:
     """Empty the cache NAMESPACES (execution, judgment, stage:retrieve, stage:generate)."""
-    store = Project(ctx.obj.get("config"), ctx.obj.get("store")).store
+    store = Project(ctx.obj.get("config"), ctx.obj.get("store"), existing=True).store
     known = {ns for ns, _, _ in store.cache_stats()} | set(CACHE_NAMESPACES)
     if everything:
         namespaces = tuple(sorted(known))
@@ -653,7 +684,7 @@ def judge() -> None:
               help='JSONL, one line per case: {"id": "c001", "label": true}; see docs/judges.md.')
 @click.option("--criterion", required=True, metavar="NAME", help="The judge's criterion (grounded, ...).")
 @click.option("--run", "run_id", default=None, metavar="RUN_ID",
-              help="Judge the outputs recorded in this run (default: the latest run of the config).")
+              help="Judge the outputs recorded in this run (default: latest, the newest run of the project).")
 @config_option
 @store_option
 def validate(labels_file: str, criterion: str, run_id: str | None, config: str | None, store_spec: str | None) -> None:

@@ -16,7 +16,6 @@ from attrs import frozen
 
 from . import stats
 from .config import Document
-from .display import fixed, percent, points_cells
 from .errors import ConfigError
 from .gate import Policy, Rule, decide_rule, gate, load_policy, policy_data
 from .identity import digest
@@ -105,42 +104,14 @@ def pair(criterion: str, candidate: dict[str, dict], baseline: dict[str, dict], 
                   unit="clusters", missing_units=len(clusters) - len(whole))
 
 
-def paired_data(p: Paired, confidence: float, interval: bool = True) -> dict:
-    """One criterion's paired difference as data (the comparison view's ``metrics`` entry).
-
-    :param interval: False leaves the interval out (a slice with too few pairs for one).
-    """
-    entry: dict = {"name": p.criterion, "paired": p.n, "difference": None, "low": None, "high": None,
-                   "missing": p.n_missing, "excluded": sum(p.excluded.values()), "display": None}
-    if p.unit != "cases":
-        entry["unit"] = p.unit
-    if p.n:
-        diff, low, high = p.interval(confidence)
-        value, bounds = points_cells(diff, low, high)
-        entry.update(difference=diff, display={"difference": value, "interval": bounds if interval else None})
-        if interval:
-            entry.update(low=low, high=high)
-    entry["excluded_reasons"] = [{"reason": reason, "pairs": n} for reason, n in sorted(p.excluded.items())]
-    entry["missing_reasons"] = [{"reason": reason, "run": where, "pairs": n}
-                                for (reason, where), n in sorted(p.missing.items())]
-    return entry
-
-
 @frozen(kw_only=True)
 class Decision:
-    """One compare rule's verdict, its reason and, when undecided, the planning line."""
+    """One compare rule's verdict, its reason and, when undecided, the planning figures."""
 
     rule: Rule
     verdict: str
     reason: str
-    planning: str | None = None
-
-
-def describe(rule: Rule) -> str:
-    """``non-inferiority, margin 5.0 points`` or ``floor, min 70.0%``."""
-    if rule.kind == "floor":
-        return f"floor, min {percent(rule.min)}"
-    return f"{rule.kind}, margin {fixed(rule.margin or 0.0, 1)} points"
+    plan: dict | None = None  # see plan(); outputs/text.py says it in words
 
 
 def decide(rule: Rule, p: Paired, confidence: float, metric: Any, changed: bool,
@@ -172,14 +143,16 @@ def decide(rule: Rule, p: Paired, confidence: float, metric: Any, changed: bool,
     if p.n_missing and (low > boundary or high < boundary):
         return Decision(rule=rule, verdict="INSUFFICIENT_EVIDENCE", reason="missing_cases_could_change_it")
     return Decision(rule=rule, verdict="INSUFFICIENT_EVIDENCE", reason="interval_overlaps_margin",
-                    planning=planning_line(p, -boundary, confidence))
+                    plan=plan(p, -boundary, confidence))
 
 
-def planning_line(p: Paired, margin: float, confidence: float) -> str | None:
+def plan(p: Paired, margin: float, confidence: float) -> dict | None:
     """How many more pairs would decide the rule if the observed difference and discordance held.
 
     :param margin: the boundary as ``-margin`` (a fraction), as :func:`stats.planning_total` takes it.
-    :return: the line, or None for scores or when no pair is discordant (nothing to scale).
+    :return: ``{"paired", "total", "discordance", "limit"}`` (``total`` None: no total up to
+        ``limit`` decides it; ``discordance`` in whole percent), graded differences' figures
+        (:func:`_graded_planning`), or None when no pair differs (nothing to scale).
     """
     counts = p.discordant
     if counts is None:  # graded differences (trial means, cluster means, scores)
@@ -187,33 +160,25 @@ def planning_line(p: Paired, margin: float, confidence: float) -> str | None:
     if sum(counts) == 0:
         return None
     b, c = counts
-    total = stats.planning_total(b, c, p.n, margin, confidence, limit=PLANNING_LIMIT)
-    share = int(stats.round_half_up(100 * (b + c) / p.n, 0))
-    if total is None:
-        return (f"no total up to {PLANNING_LIMIT:,} paired cases would decide it, "
-                f"if the difference holds ({share}% discordance)")
-    return (f"about {total - p.n} more paired cases would decide it, if the difference holds "
-            f"({total} in total at {share}% discordance)")
+    return {"paired": p.n, "total": stats.planning_total(b, c, p.n, margin, confidence, limit=PLANNING_LIMIT),
+            "discordance": int(stats.round_half_up(100 * (b + c) / p.n, 0)), "limit": PLANNING_LIMIT}
 
 
-def _graded_planning(p: Paired, margin: float, confidence: float) -> str | None:
-    """The planning line of differences that are not all -1, 0 or +1 (:func:`units.planning_total`)."""
+def _graded_planning(p: Paired, margin: float, confidence: float) -> dict | None:
+    """The planning figures of differences that are not all -1, 0 or +1 (:func:`units.planning_total`):
+    ``{"paired", "total", "limit", "graded": True, "unit"}``."""
     from .units import planning_total
 
     differences = [x - y for x, y in zip(p.candidate, p.baseline)]
     if not differences or not any(differences):
         return None
     total = planning_total(differences, margin, confidence, limit=PLANNING_LIMIT)
-    noun = "paired clusters" if p.unit == "clusters" else "paired cases"
-    if total is None:
-        return f"no total up to {PLANNING_LIMIT:,} {noun} would decide it, if the differences hold"
-    return (f"about {total - p.n} more {noun} would decide it, if the differences hold "
-            f"({total} in total)")
+    return {"paired": p.n, "total": total, "limit": PLANNING_LIMIT, "graded": True, "unit": p.unit}
 
 
 def load_compare_policy(path: Path) -> Policy:
     """Load a compare policy: every rule has a compare kind and exactly the fields that kind reads."""
-    doc = Document.load(path)
+    doc = Document.load(path, fix="create it, or pass another file with --policy")
     rules = doc.data.get("rules") if isinstance(doc.data, dict) else None
     for i, raw in enumerate(rules if isinstance(rules, list) else []):
         if isinstance(raw, dict) and "kind" not in raw:  # else the run policy's `interval` default applies
@@ -251,8 +216,7 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     The id does not depend on how the comparison is shown: the stored record always lists the
     slice lines.
     """
-    from .outputs.text import comparison_body, comparison_header
-    from .outputs.view import COMPARISON_FORMAT, VERSION, changed_cases, outcome_of, run_ref
+    from .outputs.view import COMPARISON_FORMAT, VERSION, changed_cases, decision_entry, paired_entry, run_ref
 
     cand_header, _ = store.get_run(candidate_id)
     base_header, _ = store.get_run(baseline_id)
@@ -296,13 +260,12 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
                          for run, header, other in ((candidate_id, cand_header, base_header),
                                                     (baseline_id, base_header, cand_header))
                          for c in header["evaluators"] if c not in other["evaluators"]],
-        "metrics": [{**paired_data(paired[c], confidence), "evaluator_changed": c in changed} for c in criteria],
+        "metrics": [{**paired_entry(paired[c], confidence), "evaluator_changed": c in changed} for c in criteria],
         "slices": _slices(cand_header, cand, base, ids, criteria, confidence, clustered),
-        "decisions": [{"rule": d.rule.id, "metric": d.rule.metric, "kind": d.rule.kind,
-                       "threshold": {k: getattr(d.rule, k) for k in RULE_BOUNDS if getattr(d.rule, k) is not None},
-                       "description": describe(d.rule), "verdict": d.verdict, "reason": d.reason,
-                       "planning": d.planning, "blocking": d.verdict in policy.block_on,
-                       "outcome": outcome_of(d.verdict, policy.block_on)} for d in decisions],
+        "decisions": [decision_entry({"id": d.rule.id, "metric": d.rule.metric, "kind": d.rule.kind,
+                                      **{k: getattr(d.rule, k) for k in RULE_BOUNDS}},
+                                     d.verdict, d.reason, policy.block_on, compared=True, plan=d.plan)
+                      for d in decisions],
         "gate": {"verdict": verdict, "exit_code": int(code), "block_on": list(policy.block_on), "policy": True},
         "changed_cases": changed_cases(cand, base, ids, criteria),
         "exit_code": int(code),
@@ -310,17 +273,21 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     units = _units(cand_header, base_header)
     if units:
         view["units"] = units
+    # the stored record is the view itself (its id left out, as the id is the record's digest):
+    # `inspect` and the viewer render it as `compare --slices` prints it
     record = {"kind": "comparison", "candidate": candidate_id, "baseline": baseline_id,
-              "policy": policy_data(policy), "lines": comparison_body(view, show_slices=True),
-              "decisions": [{"rule": d.rule.id, "verdict": d.verdict, "reason": d.reason} for d in decisions]}
-    view["id"] = "sha256:" + digest(record)
-    record = {**record, "lines": [comparison_header(view), *record["lines"]]}
+              "policy": policy_data(policy),
+              "decisions": [{"rule": d.rule.id, "verdict": d.verdict, "reason": d.reason} for d in decisions],
+              "view": view}
+    view = {**view, "id": "sha256:" + digest(record)}
     return view, record
 
 
 def _slices(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: Sequence[str],
             confidence: float, clustered: bool = False) -> list[dict]:
     """One entry per slice of the candidate run and criterion with at least one observed pair."""
+    from .outputs.view import paired_entry
+
     out = []
     support = header.get("min_slice_support", 10)
     for name in header.get("slices", []):
@@ -334,7 +301,7 @@ def _slices(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: 
             for c in criteria if shown is None else [c for c in criteria if c in shown]:
                 p = pair(c, cand, base, groups[key], clustered)
                 if p.n:  # too few pairs for an interval worth printing: the difference alone
-                    out.append({"slice": name, "group": key, **paired_data(p, confidence, p.n >= support)})
+                    out.append({"slice": name, "group": key, **paired_entry(p, confidence, p.n >= support)})
     return out
 
 

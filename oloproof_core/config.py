@@ -206,8 +206,28 @@ def _flatten(exc: BaseException, path: tuple) -> list[tuple[tuple, BaseException
     return [(path, exc)]
 
 
+INTERNAL = "oloproof_internal"  # attrs field metadata: a field the code fills in, never a key of the YAML
+
+
+def _accepted(cls: type) -> list[str]:
+    return [f.name for f in fields(cls) if not f.metadata.get(INTERNAL)] if has(cls) else []
+
+
+def _unknown_key(doc: Document | None, at: tuple, cls: type, what: str) -> ConfigError:
+    allowed = _accepted(cls)
+    where = doc.where(at) if doc else yaml_path(at)
+    close = difflib.get_close_matches(str(at[-1]), allowed, n=1)
+    fix = f"rename it to {close[0]!r}" if close else (
+        f"remove it; {what or 'this block'} accepts: {', '.join(allowed)}" if allowed else "remove it")
+    return ConfigError(f"unknown key {at[-1]!r}", where=where, fix=fix)
+
+
 def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, what: str = "") -> Any:
     """Structure ``data`` into ``cls``, raising one ConfigError located at the first problem."""
+    if has(cls) and isinstance(data, Mapping):
+        for f in fields(cls):
+            if f.metadata.get(INTERNAL) and f.name in data:
+                raise _unknown_key(doc, path + (f.name,), cls, what)
     try:
         return CONVERTER.structure(data, cls)
     except (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, ConfigError,
@@ -217,11 +237,7 @@ def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, w
         at, err = problems[0]
         where = doc.where(at) if doc else yaml_path(at)
         if isinstance(err, ForbiddenExtraKeysError):
-            allowed = [f.name for f in fields(err.cl)] if has(err.cl) else []
-            close = difflib.get_close_matches(str(at[-1]), allowed, n=1)
-            fix = f"rename it to {close[0]!r}" if close else (
-                f"remove it; {what or 'this block'} accepts: {', '.join(allowed)}" if allowed else "remove it")
-            raise ConfigError(f"unknown key {at[-1]!r}", where=where, fix=fix) from None
+            raise _unknown_key(doc, at, err.cl, what) from None
         if isinstance(err, ConfigError):
             if err.key is not None:  # raised by a validator of that key
                 where = doc.where(at + (err.key,)) if doc else yaml_path(at + (err.key,))

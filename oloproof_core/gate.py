@@ -8,7 +8,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from .config import Document, structure
+from .config import INTERNAL, Document, structure
 from .errors import ConfigError, ExitCode
 from .model import Judgment, Metric, tally
 
@@ -56,7 +56,8 @@ class Policy:
     rules: list[Rule] = field(factory=list)
     judge_validation: JudgeValidation = field(factory=JudgeValidation)
     sequential: SequentialOptions = field(factory=SequentialOptions)
-    where: dict = field(factory=dict, eq=False)  # rule id -> "file:line:col: $.rules[i]"
+    # rule id -> "file:line:col: $.rules[i]", filled in by load_policy; not a key of the policy file
+    where: dict = field(factory=dict, eq=False, metadata={INTERNAL: True})
 
     def check_metrics(self, metrics: Mapping[str, Any], kinds: Sequence[str] = RUN_RULE_KINDS) -> None:
         """Every rule names a criterion of the suite and a kind this command decides."""
@@ -80,7 +81,7 @@ class Policy:
 def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Policy:
     """A policy inline (a mapping) or in a file (a path relative to the project)."""
     if isinstance(value, str):
-        doc = Document.load(project_dir / value)
+        doc = Document.load(project_dir / value, fix=f"create it, or fix the `policy:` path in {doc.path.name}")
         value, path = doc.data, ()
     if not isinstance(value, dict):
         raise ConfigError("expected a policy file name or a mapping", where=doc.where(path),

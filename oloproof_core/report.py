@@ -60,6 +60,8 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out += ["", f"Missing: {sum(missing.values())} of {len(outcome.results)} cases produced no output: "
                     f"{reasons}{more}"]
     out += missing_judgment_lines(outcome)
+    out += excluded_lines(outcome)
+    out += same_failure_lines(outcome)
     for name in outcome.empty_slices:
         out += ["", f"Slice {name}: no case has a value for it (check the field name)"]
     if outcome.slices:
@@ -112,19 +114,62 @@ def unit_lines(units: dict, design: dict | None, confidence: float) -> list[str]
     return out
 
 
-def missing_judgment_lines(outcome: Any) -> list[str]:
-    """``Missing: hit_rate_at_2 has no judgment for 2 of 13 cases that ran: no_retrieval_recorded (2)``,
-    one line a criterion: judgments missing on cases that produced an output."""
-    ran = [r for r in outcome.results if r.execution is not None and r.execution.missing is None]
+def _ran(outcome: Any) -> list:
+    return [r for r in outcome.results if r.execution is not None and r.execution.missing is None]
+
+
+def _reason_lines(outcome: Any, status: str, line: str) -> list[str]:
+    """One line a criterion with judgments of ``status`` on cases that ran, their reasons counted;
+    ``line`` is formatted with criterion, count, ran and reasons."""
+    ran = _ran(outcome)
     lines = []
     for criterion in outcome.summaries:
         reasons = Counter(r.judgments[criterion].reason or "unknown" for r in ran
-                          if r.judgments[criterion].status == "missing")
+                          if r.judgments[criterion].status == status)
         if reasons:
             shown = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common(3))
             more = f"; {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
-            lines += ["", f"Missing: {criterion} has no judgment for {sum(reasons.values())} of {len(ran)} cases "
-                          f"that ran: {shown}{more}"]
+            lines += ["", line.format(criterion=criterion, count=sum(reasons.values()), ran=len(ran),
+                                      reasons=shown + more)]
+    return lines
+
+
+def missing_judgment_lines(outcome: Any) -> list[str]:
+    """``Missing: hit_rate_at_2 has no judgment for 2 of 13 cases that ran: no_retrieval_recorded (2)``,
+    one line a criterion: judgments missing on cases that produced an output."""
+    return _reason_lines(outcome, "missing", "Missing: {criterion} has no judgment for {count} of {ran} cases "
+                                             "that ran: {reasons}")
+
+
+def excluded_lines(outcome: Any) -> list[str]:
+    """``Excluded: hit_rate_at_2 leaves out 2 of 15 cases that ran: no_relevance_labels (2)``, one line a
+    criterion: cases outside a criterion leave its denominator, and the run says why."""
+    return _reason_lines(outcome, "excluded", "Excluded: {criterion} leaves out {count} of {ran} cases that ran: "
+                                              "{reasons}")
+
+
+def same_failure_lines(outcome: Any) -> list[str]:
+    """One line for a criterion whose every observed judgment (two or more) failed for one and the
+    same reason: a structural mistake (the output lacks the field the evaluator reads) far more
+    often than a system that is wrong every time."""
+    lines = []
+    for criterion in outcome.summaries:
+        judged = [r.judgments[criterion] for r in _ran(outcome) if r.judgments[criterion].observed]
+        reasons = {j.reason for j in judged}
+        if len(judged) < 2 or any(j.status != "fail" for j in judged) or len(reasons) != 1 or None in reasons:
+            continue
+        reason = reasons.pop()
+        line = f"Failed: every {criterion} judgment ({len(judged)} of {len(judged)}) failed with {reason}"
+        fields = {json.dumps(j.detail.get("field")) for j in judged if "field" in j.detail}
+        if reason == "field_absent" and len(fields) == 1:
+            field = json.loads(fields.pop())
+            line += (f": no output has the field {field!r}; fix: return an object with {field!r} from the system, "
+                     f"or set the evaluator's field: to the key that holds the answer")
+        elif reason == "field_absent":
+            line += ": no output has the field the evaluator reads; fix: check the evaluator's field: option"
+        else:
+            line += "; check the evaluator's options against what the system returns (oloproof inspect latest --failures)"
+        lines += ["", line]
     return lines
 
 
@@ -228,7 +273,30 @@ def render_failures(records: list[dict]) -> list[str]:
             for name, j in r["judgments"].items():
                 if j["status"] in ("fail", "missing"):
                     out.append(f"  {name}: {judgment_word(j)}")
+    if failed:
+        out += ["", "Why: each case's expected value, and the reason each criterion gives", *why_lines(failed)]
     return [printable(line) for line in out]
+
+
+def why_lines(failed: list[dict]) -> list[str]:
+    """The expected value of each failed case and each failed or missing criterion's reason, with
+    what the evaluator looked for (``detail.field``, ``detail.expected``) when it says."""
+    out = []
+    for r in failed:
+        out += ["", r["id"], f"  expected: {short_json(r['case']['expected'])}"]
+        for name, j in r["judgments"].items():
+            if j["status"] not in ("fail", "missing"):
+                continue
+            detail = j.get("detail") or {}
+            line = f"  {name}: {'failed' if j['status'] == 'fail' else 'missing'}, " + (
+                j.get("reason") or "no reason given by the evaluator")
+            if j.get("reason") == "field_absent" and "field" in detail:
+                line += f" (the output has no field {detail['field']!r})"
+            elif "expected" in detail:
+                where = "the output" if detail.get("field") is None else f"output.{detail['field']}"
+                line += f" (looked for {short_json(detail['expected'], 100)} in {where})"
+            out.append(line)
+    return out
 
 
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")

@@ -337,7 +337,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     for r in results:
         execution = r.execution or Execution(missing="interrupted")
         record = {"id": r.case.id, "case": r.case.to_data(), **execution.to_data(),
-                  "judgments": {k: j.to_data() for k, j in r.judgments.items()}}
+                  # in the suite's order of criteria, however the judgments arrived (cache hits first)
+                  "judgments": {k: r.judgments[k].to_data() for k in summaries if k in r.judgments}}
         if r.slices:
             record["slices"] = r.slices
         if r.cluster is not None:

@@ -143,6 +143,11 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         raise ConfigError(f"system.cache must be one of {', '.join(EXECUTIONS)}, got {setting!r}",
                           where=doc.where(("system", "cache")),
                           fix="remove it (auto), or write cache: reuse to reuse an HTTP service's executions")
+    if not skeleton.evaluators:  # a run would print an empty table and exit 0
+        raise ConfigError("the suite has no evaluators, so a run would measure nothing",
+                          where=doc.where(("evaluators",) if "evaluators" in doc.data else ()),
+                          fix="add at least one under `evaluators:`, e.g. "
+                              "`- {type: contains, criterion: answer_correct, field: answer}` (see docs/config.md)")
     executions = executions or setting
     if not use_cache:
         executions = "refresh"

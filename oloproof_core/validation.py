@@ -4,7 +4,7 @@ the gate requires before a rule on a judge's criterion may gate.
 The labels file has one JSON object a line: ``id`` (a case of the suite), ``label`` (true or
 "pass" when the human says the criterion holds, false or "fail" otherwise), and optionally
 ``output`` with ``artifacts`` (judge this output instead of a run's) and ``note``. The judge
-reads the recorded execution of the case in ``--run`` (default: the latest run of the config).
+reads the recorded execution of the case in ``--run`` (default: ``latest``, the newest run of the project).
 
 Agreement, the true-positive rate (the judge passes what the human passes) and the true-negative
 rate (the judge fails what the human fails) get Clopper–Pearson intervals; Cohen's kappa gets a
@@ -110,14 +110,10 @@ def labelled_executions(suite: Any, plugins: Any, store: Any, labels: list[Label
                               fix=f"did you mean {close[0]!r}?" if close else "label cases of the suite")
     records: dict[str, dict] = {}
     if any(not label.has_output for label in labels):
-        if run_id is not None:
-            run_id = store.resolve_run(run_id)
-        else:
-            runs = [h["id"] for h in store.list_runs() if h.get("config") == suite.config_path.name]
-            if not runs:
-                raise ConfigError(f"no run of {suite.config_path.name} to take the outputs from",
-                                  fix="run `oloproof run` first, or give every label line an output")
-            run_id = runs[-1]
+        if run_id is None and not store.list_runs():
+            raise ConfigError("no run to take the outputs from",
+                              fix="run `oloproof run` first, or give every label line an output")
+        run_id = store.resolve_run(run_id or "latest")  # latest: the newest run of the project, as everywhere
         records = {record["id"]: record for record in store.run_cases(run_id)}
     pairs = []
     for label in labels:

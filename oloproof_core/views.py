@@ -268,10 +268,6 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
                 k: v for k, v in artifacts.items() if k not in ("retrieval/v1", "context/v1", "citations/v1")}}
 
 
-def _verdicts(records: Iterable[dict]) -> dict[str, dict[str, str]]:
-    return {r["id"]: {c: status_of(j) for c, j in r.get("judgments", {}).items()} for r in records}
-
-
 def paired_differences(candidate: list[dict], baseline: list[dict], policy: dict) -> list[dict]:
     """Each shared criterion's paired difference in points with its interval (compare's own
     computation) and the policy's margins on a symmetric axis."""
@@ -312,19 +308,17 @@ def object_view(store: Any, records: Records, object_id: str) -> dict:
     view: dict = {"id": object_id, "kind": kind, "record": record,
                   "printed": [*record.get("summary", []), *record.get("lines", [])]}
     if kind == "comparison":
+        from .outputs.text import stored_comparison
+        from .outputs.view import change_of, changed_cases
+
+        view["printed"] = stored_comparison(object_id, record)
         candidate, baseline = record.get("candidate"), record.get("baseline")
         view["candidate"], view["baseline"] = candidate, baseline
-        new, old = _verdicts(records(candidate)), _verdicts(records(baseline))
-        changed = []
-        for case_id in new:
-            if case_id not in old:
-                continue
-            for criterion, verdict in new[case_id].items():
-                before = old[case_id].get(criterion)
-                if {before, verdict} == {"passed", "failed"}:
-                    changed.append({"id": case_id, "criterion": criterion,
-                                    "change": "fixed" if verdict == "passed" else "broken"})
-        view["changed"] = changed
+        new, old = ({r["id"]: r for r in records(run)} for run in (candidate, baseline))
+        criteria = list(dict.fromkeys(c for r in new.values() for c in r.get("judgments", {})))
+        view["changed"] = [{"id": c["case"], "criterion": c["criterion"], "change": change_of(c)}
+                           for c in changed_cases(new, old, [i for i in new if i in old], criteria)
+                           if change_of(c) != "changed"]  # passed <-> failed (or missing)
         view["differences"] = paired_differences(records(candidate), records(baseline), record.get("policy") or {})
     elif kind == "diagnosis":
         if "selected" in record:  # a diagnosis record: printed by the diagnosis renderer, as inspect does

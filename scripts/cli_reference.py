@@ -49,7 +49,11 @@ def render() -> str:
              "and the fix); `run` and `compare` exit 1 when a blocking rule FAILed and 3 when blocked",
              "without a FAIL; an interrupted command exits 130; a bug in Oloproof or a plugin exits 70, so a",
              "crash is never taken for a gate's verdict. Any command takes `--debug` to show the traceback",
-             "behind an error.", ""]
+             "behind an error. The commands that read a project's runs (`runs`, `inspect`, `export`,",
+             "`compare`, `diagnose`, `view`, `cache`, `store check`) stop with exit 2 and create nothing",
+             "where there is neither an `oloproof.yaml` nor a `.oloproof/` store (and no `--config`,",
+             "`--store` or `OLOPROOF_STORE`). `latest` names the newest run of the project wherever a run",
+             "id is taken.", ""]
     lines += describe(cli, ["oloproof"])
     return "\n".join(lines).rstrip() + "\n"
 

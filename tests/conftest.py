@@ -133,6 +133,13 @@ def case(i: int, ok: bool = True, **extra) -> dict:
             "expected": {"answer": f"answer {i}"}, "metadata": {"topic": "even" if i % 2 == 0 else "odd"}}
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """A test that needs the PostgreSQL server is a `service` test, however it reaches the fixture."""
+    for item in items:
+        if "pg_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.service)
+
+
 @pytest.fixture(scope="session")
 def pg_server():
     """A PostgreSQL server for this pytest run (tests/pg_server.py); skipped where none can start,

@@ -90,6 +90,7 @@ class TestCareless(StoreContract):
 '''
 
 
+@pytest.mark.slow
 def test_the_kit_fails_a_store_that_breaks_the_contract(tmp_path):
     import subprocess
     import sys

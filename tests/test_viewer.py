@@ -136,6 +136,7 @@ def hostile(tmp_path_factory):
     return {"dir": project.root, "run_id": RUN_ID.search(result.out).group(0)}
 
 
+@pytest.mark.slow
 def test_the_export_escapes_every_field_of_a_hostile_case(hostile, tmp_path):
     out = tmp_path / "report.html"
     result = olo("export", hostile["run_id"], "--html", str(out), cwd=hostile["dir"])
@@ -147,6 +148,7 @@ def test_the_export_escapes_every_field_of_a_hostile_case(hostile, tmp_path):
     assert "Content-Security-Policy" in html
 
 
+@pytest.mark.slow
 def test_an_unknown_id_is_a_404_page_and_nothing_is_written(hostile):
     viewer = Viewer(hostile["dir"])
     store = hostile["dir"] / ".oloproof" / "store.db"

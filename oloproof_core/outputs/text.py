@@ -64,6 +64,60 @@ def comparison_body(view: Mapping[str, Any], show_slices: bool) -> list[str]:
     return body
 
 
-def render_comparison(view: Mapping[str, Any], show_slices: bool) -> list[str]:
-    """The documented layout of ``oloproof compare``."""
-    return [comparison_header(view), *comparison_body(view, show_slices)]
+CHANGED_SHOWN = 5  # cases listed under "Changed verdicts" without --cases
+
+
+def planning_line(plan: Mapping[str, Any]) -> str:
+    """compare.plan's figures: ``about 38 more paired cases would decide it, if the difference holds
+    (53 in total at 7% discordance)``."""
+    if plan.get("graded"):  # trial means, cluster means: the differences scaled, not a discordance
+        noun = "paired clusters" if plan.get("unit") == "clusters" else "paired cases"
+        if plan["total"] is None:
+            return f"no total up to {plan['limit']:,} {noun} would decide it, if the differences hold"
+        return f"about {plan['total'] - plan['paired']} more {noun} would decide it, if the differences hold " \
+               f"({plan['total']} in total)"
+    if plan["total"] is None:
+        return (f"no total up to {plan['limit']:,} paired cases would decide it, "
+                f"if the difference holds ({plan['discordance']}% discordance)")
+    return (f"about {plan['total'] - plan['paired']} more paired cases would decide it, if the difference holds "
+            f"({plan['total']} in total at {plan['discordance']}% discordance)")
+
+
+def changed_lines(view: Mapping[str, Any], show_all: bool) -> list[str]:
+    """``Changed verdicts: 2 on 1 case (2 fixed, 0 broken)``, then a line a case: its criteria by direction.
+
+    :param show_all: every case (``--cases``); else the first ``CHANGED_SHOWN`` and a count of the rest.
+    """
+    from .view import change_of
+
+    by_case: dict[str, dict[str, list[str]]] = {}
+    totals = {"fixed": 0, "broken": 0, "changed": 0}
+    for entry in view["changed_cases"]:
+        change = change_of(entry)
+        totals[change] += 1
+        by_case.setdefault(entry["case"], {}).setdefault(change, []).append(entry["criterion"])
+    if not by_case:
+        return ["Changed verdicts: none (no paired case passes or fails differently)"]
+    counts = f"{totals['fixed']} fixed, {totals['broken']} broken" + (
+        f", {totals['changed']} between failed and missing" if totals["changed"] else "")
+    total = sum(totals.values())
+    out = [f"Changed verdicts: {total} on {len(by_case)} case{'' if len(by_case) == 1 else 's'} ({counts})"]
+    shown = list(by_case.items()) if show_all else list(by_case.items())[:CHANGED_SHOWN]
+    for case_id, changes in shown:
+        out.append(f"  {case_id}  " + " · ".join(f"{change}: {', '.join(criteria)}" for change, criteria in changes.items()))
+    if len(shown) < len(by_case):
+        out.append(f"  … and {len(by_case) - len(shown)} more; add --cases to list them all")
+    return out
+
+
+def render_comparison(view: Mapping[str, Any], show_slices: bool, show_cases: bool = False) -> list[str]:
+    """The documented layout of ``oloproof compare``; the cases that changed verdict follow the gate."""
+    return [comparison_header(view), *comparison_body(view, show_slices), *changed_lines(view, show_cases)]
+
+
+def stored_comparison(object_id: str, record: Mapping[str, Any]) -> list[str]:
+    """A stored comparison as ``inspect`` and the viewer show it: as ``compare --slices --cases``
+    prints it (a record stored before the record kept its view keeps its printed lines)."""
+    if "view" not in record:
+        return list(record.get("lines", []))
+    return render_comparison({**record["view"], "id": object_id}, show_slices=True, show_cases=True)

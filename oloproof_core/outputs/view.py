@@ -51,10 +51,30 @@ def _threshold(rule: Mapping[str, Any]) -> dict:
 
 
 def describe_rule(rule: Mapping[str, Any]) -> str:
-    """``interval, min 70.0%`` or ``observed_count, max_failures 0``: a run rule as the docs write it."""
-    parts = [f"{k} {100 * rule[k]:.1f}%" if k in ("min", "max") else f"{k} {rule[k]}"
-             for k in THRESHOLD_KEYS if rule.get(k) is not None]
-    return ", ".join([rule["kind"], *parts])
+    """``interval, min 70.0%``, ``observed_count, max_failures 0`` or ``non-inferiority, margin 5.0
+    points``: a run or compare rule as the docs write it."""
+    from ..display import fixed, percent
+
+    def bound(k: str) -> str:
+        if k in ("min", "max"):
+            return f"{k} {percent(rule[k])}"
+        return f"margin {fixed(rule[k], 1)} points" if k == "margin" else f"{k} {rule[k]}"
+
+    return ", ".join([rule["kind"], *(bound(k) for k in THRESHOLD_KEYS if rule.get(k) is not None)])
+
+
+def decision_entry(rule: Mapping[str, Any], verdict: str | None, reason: str, block_on: Sequence[str],
+                   compared: bool = False, plan: Mapping[str, Any] | None = None) -> dict:
+    """One rule's decision as the views list it: a run's, or with ``compared`` a comparison's,
+    which adds its ``planning`` line (compare.plan's figures in words, or None)."""
+    entry = {"rule": rule["id"], "metric": rule["metric"], "kind": rule["kind"], "threshold": _threshold(rule),
+             "description": describe_rule(rule), "verdict": verdict, "reason": reason,
+             "blocking": verdict in block_on, "outcome": outcome_of(verdict, block_on)}
+    if compared:
+        from .text import planning_line
+
+        entry = {**entry, "planning": planning_line(plan) if plan else None}
+    return entry
 
 
 def _system(header: Mapping[str, Any]) -> dict:
@@ -101,10 +121,7 @@ def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Seq
     for rule in policy["rules"] if policy else []:
         d = decided.get(rule["id"])
         verdict = d["verdict"] if d else None
-        decisions.append({"rule": rule["id"], "metric": rule["metric"], "kind": rule["kind"],
-                          "threshold": _threshold(rule), "description": describe_rule(rule), "verdict": verdict,
-                          "reason": d["reason"] if d else "run_interrupted",
-                          "blocking": verdict in block_on, "outcome": outcome_of(verdict, block_on)})
+        decisions.append(decision_entry(rule, verdict, d["reason"] if d else "run_interrupted", block_on))
     if summary["state"].startswith("UNDECIDED"):
         verdict = "UNDECIDED"
     else:
@@ -137,6 +154,38 @@ def case_criteria(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, s
     for record in records:
         for criterion, judgment in record["judgments"].items():
             yield record["id"], criterion, judgment, record.get("missing")
+
+
+def paired_entry(p: Any, confidence: float, interval: bool = True) -> dict:
+    """One criterion's paired difference (a compare.Paired) as the comparison view's ``metrics``
+    (and ``slices``) entry.
+
+    :param interval: False leaves the interval out (a slice with too few pairs for one).
+    """
+    from ..display import points_cells
+
+    entry: dict = {"name": p.criterion, "paired": p.n, "difference": None, "low": None, "high": None,
+                   "missing": p.n_missing, "excluded": sum(p.excluded.values()), "display": None}
+    if p.unit != "cases":  # cluster means paired: the entry says what a pair is
+        entry["unit"] = p.unit
+    if p.n:
+        diff, low, high = p.interval(confidence)
+        value, bounds = points_cells(diff, low, high)
+        entry.update(difference=diff, display={"difference": value, "interval": bounds if interval else None})
+        if interval:
+            entry.update(low=low, high=high)
+    entry["excluded_reasons"] = [{"reason": reason, "pairs": n} for reason, n in sorted(p.excluded.items())]
+    entry["missing_reasons"] = [{"reason": reason, "run": where, "pairs": n}
+                                for (reason, where), n in sorted(p.missing.items())]
+    return entry
+
+
+def change_of(entry: Mapping[str, str]) -> str:
+    """A changed case's direction: ``fixed`` (it passes now), ``broken`` (it passed before) or
+    ``changed`` (between failed and missing)."""
+    if entry["candidate"] == "pass":
+        return "fixed"
+    return "broken" if entry["baseline"] == "pass" else "changed"
 
 
 def changed_cases(candidate: Mapping[str, Mapping], baseline: Mapping[str, Mapping], ids: Sequence[str],

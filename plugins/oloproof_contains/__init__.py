@@ -38,11 +38,14 @@ class Contains:
         wanted = acceptable_texts(case, self.options.expected_field, "contains") or []
         got = select(execution.output, self.options.field)
         if got is None:
-            return Judgment.failed("field_absent")
+            return Judgment.failed("field_absent", field=self.options.field)
         got = got if isinstance(got, str) else str(got)
+        expected = wanted
         if not self.options.case_sensitive:
             wanted, got = [w.casefold() for w in wanted], got.casefold()
-        return Judgment.of(any(w in got for w in wanted))
+        if any(w in got for w in wanted):
+            return Judgment.passed()
+        return Judgment.failed("expected_text_not_found", field=self.options.field, expected=expected)
 
 
 @hookimpl

@@ -38,12 +38,15 @@ class Exact:
         wanted = acceptable_texts(case, self.options.expected_field, "exact") or []
         got = select(execution.output, self.options.field)
         if not isinstance(got, str):
-            return Judgment.failed("field_absent" if got is None else "not_text")
+            return Judgment.failed("field_absent" if got is None else "not_text", field=self.options.field)
+        expected = wanted
         if self.options.strip:
             wanted, got = [w.strip() for w in wanted], got.strip()
         if self.options.ignore_case:
             wanted, got = [w.casefold() for w in wanted], got.casefold()
-        return Judgment.of(got in wanted)
+        if got in wanted:
+            return Judgment.passed()
+        return Judgment.failed("not_equal", field=self.options.field, expected=expected)
 
 
 @hookimpl

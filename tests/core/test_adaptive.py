@@ -79,6 +79,7 @@ def test_adaptive_interval_covers_and_is_narrower_for_spread_out_data(data, n, d
         assert np.mean(widths) > np.mean(default_widths)
 
 
+@pytest.mark.slow
 def test_a_policy_selects_the_adaptive_interval_for_sequential_runs(project):
     project.cases([case(i, ok=i % 10 != 0) for i in range(100)])
     with (project.root / "oloproof.yaml").open("a") as config:

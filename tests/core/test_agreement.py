@@ -22,6 +22,7 @@ def tolerance(replicates: int) -> float:
     return 3 * math.sqrt(CONFIDENCE * (1 - CONFIDENCE) / replicates)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cells", [(20, 3, 2, 13), (5, 1, 7, 2), (12, 0, 0, 9), (7, 6, 5, 8), (40, 1, 1, 30)])
 def test_kappa_of_the_rates_is_cohens_kappa(cells):
     from statsmodels.stats.inter_rater import cohens_kappa
@@ -34,6 +35,7 @@ def test_kappa_of_the_rates_is_cohens_kappa(cells):
     assert cohen_kappa(table) == pytest.approx(reference, abs=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cells", [(20, 3, 2, 13), (40, 1, 1, 30), (5, 4, 3, 6), (30, 0, 0, 20)])
 def test_kappa_bounds_are_the_extremes_over_the_box_of_clopper_pearson_bounds(cells):
     # Independent brute force: statsmodels' Clopper-Pearson bounds at the Šidák level, and the least and

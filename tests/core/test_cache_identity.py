@@ -11,6 +11,8 @@ import json
 import re
 from http.server import BaseHTTPRequestHandler
 
+import pytest
+
 from conftest import Project, Served, case
 
 CONTAINS = """
@@ -67,6 +69,7 @@ def callable_project(root) -> Project:
     return project
 
 
+@pytest.mark.slow
 def test_editing_an_imported_module_gives_the_new_code_s_numbers(tmp_path):
     project = callable_project(tmp_path)
     first = project.run("run")
@@ -85,6 +88,7 @@ def test_editing_an_imported_module_gives_the_new_code_s_numbers(tmp_path):
     assert len(shown) == 3 and shown[0] != shown[1] == shown[2], shown
 
 
+@pytest.mark.slow
 def test_an_unchanged_project_is_served_entirely_from_the_cache(tmp_path):
     project = callable_project(tmp_path)
     assert project.run("run").code == 0
@@ -92,6 +96,7 @@ def test_an_unchanged_project_is_served_entirely_from_the_cache(tmp_path):
     assert cache_lines(again.out) == ["Cache: execution 4 hit/0 miss; judgment 4 hit/0 miss"]
 
 
+@pytest.mark.slow
 def test_a_module_imported_inside_the_function_is_covered_too(tmp_path):
     project = Project(tmp_path)
     project.write("app.py", """
@@ -148,6 +153,7 @@ evaluators:
 """
 
 
+@pytest.mark.slow
 def test_sibling_classes_sharing_an_inherited_retrieve_keep_their_own_retrievals(tmp_path):
     project = Project(tmp_path)
     project.write("app.py", SIBLINGS)
@@ -211,6 +217,7 @@ def staged_project(root) -> Project:
     return project
 
 
+@pytest.mark.slow
 def test_editing_the_generator_module_keeps_the_retrievals_and_editing_the_retriever_does_not(tmp_path):
     project = staged_project(tmp_path)
     assert project.run("run").code == 0
@@ -260,6 +267,7 @@ def http_project(root, port: int, extra: str = "") -> Project:
     return project
 
 
+@pytest.mark.slow
 def test_a_redeployed_service_is_measured_again_with_no_flag(tmp_path):
     service = Service("")
     try:
@@ -281,6 +289,7 @@ def test_a_redeployed_service_is_measured_again_with_no_flag(tmp_path):
     assert "Reused:" not in down.out
 
 
+@pytest.mark.slow
 def test_reusing_a_service_s_executions_is_explicit_and_named(tmp_path):
     service = Service("")
     try:
@@ -297,6 +306,7 @@ def test_reusing_a_service_s_executions_is_explicit_and_named(tmp_path):
         f"(system.cache: reuse): {first_id} (4)"]
 
 
+@pytest.mark.slow
 def test_refresh_re_executes_and_overwrites_but_reuses_judgments(tmp_path):
     project = callable_project(tmp_path)
     assert project.run("run").code == 0
@@ -304,6 +314,7 @@ def test_refresh_re_executes_and_overwrites_but_reuses_judgments(tmp_path):
     assert cache_lines(refreshed.out) == ["Cache: execution 0 hit/4 miss; judgment 4 hit/0 miss"]
 
 
+@pytest.mark.slow
 def test_the_cache_command_lists_and_clears_namespaces(tmp_path):
     project = callable_project(tmp_path)
     assert project.run("run").code == 0
@@ -318,6 +329,7 @@ def test_the_cache_command_lists_and_clears_namespaces(tmp_path):
     assert len(project.runs()) == 2  # clearing a cache never deletes a run
 
 
+@pytest.mark.slow
 def test_diagnose_names_what_changed_and_uses_the_config_the_run_was_made_with(tmp_path):
     project = staged_project(tmp_path)
     (project.root / "oloproof.yaml").rename(project.root / "main.yaml")
@@ -358,6 +370,7 @@ def evaluator_code(root) -> list:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 def test_an_evaluator_s_identity_covers_the_helper_modules_of_its_package(tmp_path):
     package = tmp_path / "wordy"
     package.mkdir()
@@ -394,6 +407,7 @@ def test_a_suite_runs_from_python_with_the_cli_s_records(tmp_path, monkeypatch):
     assert shown.code == 0 and "answer_correct: 100.0%" in shown.out, shown
 
 
+@pytest.mark.slow
 def test_blank_templates_run_as_they_are(tmp_path):
     from conftest import olo
 

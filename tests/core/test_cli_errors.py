@@ -62,6 +62,7 @@ def test_bad_config(project, yaml_edit, expected):
     check_error(project, expected)
 
 
+@pytest.mark.slow
 def test_bad_policy(project):
     project.cases(GOOD)
     base = (project.root / "oloproof.yaml").read_text()
@@ -130,6 +131,7 @@ def test_output_that_is_not_json_stops_the_run(project):
     check_error(project, "the system returned a value that is not JSON")
 
 
+@pytest.mark.slow
 def test_artifacts_are_recorded_and_exported(project):
     project.write("app.py", '''
 from oloproof import Context, ContextItem, DroppedItem, Passage, Retrieval, current_case, system

@@ -34,6 +34,7 @@ def test_run_prints_the_documented_layout_and_stores_the_run(project):
     assert project.runs() == [lines[0].split()[1]]
 
 
+@pytest.mark.slow
 def test_second_run_is_served_from_both_caches(project):
     project.cases([case(i) for i in range(5)])
     assert project.run("run").code == 0
@@ -42,6 +43,7 @@ def test_second_run_is_served_from_both_caches(project):
     assert len(project.runs()) == 2
 
 
+@pytest.mark.slow
 def test_no_cache_executes_and_judges_again(project):
     project.cases([case(i) for i in range(3)])
     assert project.run("run").code == 0
@@ -49,6 +51,7 @@ def test_no_cache_executes_and_judges_again(project):
     assert "Cache: execution 3 hit/0 miss; judgment 3 hit/0 miss" in project.run("run").out
 
 
+@pytest.mark.slow
 def test_editing_the_system_code_misses_the_execution_cache(project):
     project.cases([case(i) for i in range(3)])
     first = project.run("run")
@@ -69,6 +72,7 @@ def test_changing_an_evaluator_misses_only_the_judgment_cache(project):
     assert "Cache: execution 4 hit/0 miss; judgment 0 hit/4 miss" in project.run("run").out
 
 
+@pytest.mark.slow
 def test_gate_pass_fail_and_insufficient_evidence_exit_codes(project):
     project.cases([case(i, ok=i < 11) for i in range(15)])  # 11/15: [44.8%, 92.3%]
     base = (project.root / "oloproof.yaml").read_text()
@@ -100,6 +104,7 @@ policy:
     assert ["one", "answer_correct", "PASS", "observed_failures_within_limit"] in rows(result.out)
 
 
+@pytest.mark.slow
 def test_a_failing_case_is_missing_and_never_helps_a_rule_pass(project):
     # 30 passes and 1 crash: the observed interval [88.4%, 100%] clears a floor of 0.86, but with
     # the crash counted as a failure (30/31: lower bound 83.3%) it does not, so the rule cannot pass.
@@ -117,6 +122,7 @@ def test_a_failing_case_is_missing_and_never_helps_a_rule_pass(project):
     assert "  missing: error: RuntimeError: boom" in failures.out
 
 
+@pytest.mark.slow
 def test_results_are_in_case_order_whatever_the_concurrency(project):
     project.write("app.py", """
         import random, time
@@ -152,6 +158,7 @@ def test_slices_table_and_min_slice_support(project):
     assert ["metadata.topic=odd", "answer_correct", "100.0%", "—", "6 / 6 observed · 0 missing · 0 excluded"] in table
 
 
+@pytest.mark.slow
 def test_inspect_case_export_and_runs(project):
     project.cases([case(1), case(2, ok=False)])
     run_id = project.run("run").out.split()[1]
@@ -170,6 +177,7 @@ def test_inspect_case_export_and_runs(project):
     assert run_id in listed.out and "UNGATED/COMPLETE" in listed.out
 
 
+@pytest.mark.slow
 def test_init_copies_the_basic_example_which_runs(tmp_path):
     assert olo("init", "--example", "basic", "demo", cwd=tmp_path).code == 0
     result = olo("run", cwd=tmp_path / "demo")
@@ -188,6 +196,7 @@ def test_plugins_lists_builtins_with_their_distribution(tmp_path):
     assert ["local", "store local", "oloproof 0.1.0"] in table
 
 
+@pytest.mark.slow
 def test_latest_names_the_newest_run_and_runs_shows_the_config(project):
     project.cases([case(1), case(2, ok=False)])
     first = project.run("run").out.split()[1]

@@ -71,6 +71,17 @@ def decision(result, rule: str) -> list[str]:
     raise AssertionError(f"no decision line for {rule!r} in\n{result.out}")
 
 
+def gate_line(result) -> str:
+    """The gate line (the cases that changed verdict follow it)."""
+    return next(line for line in result.out.splitlines() if line.startswith("Gate: "))
+
+
+def changed(result) -> list[str]:
+    """The lines from ``Changed verdicts:`` to the end."""
+    lines = result.out.splitlines()
+    return lines[next(i for i, line in enumerate(lines) if line.startswith("Changed verdicts:")):]
+
+
 def planning(result, rule: str) -> str | None:
     """The indented planning line under ``rule``'s decision, if any."""
     lines = result.out.splitlines()
@@ -127,6 +138,11 @@ Decisions
     about 68 more paired cases would decide it, if the difference holds (83 in total at 7% discordance)
 Gate: BLOCK (exit 3)
 """
+# after the gate line (the documented layout above ends there): the one case the change fixed
+PATH_A_CHANGED = """\
+Changed verdicts: 4 on 1 case (4 fixed, 0 broken)
+  money_back  fixed: answer_correct, hit_rate_at_2, recall_at_2, citations_valid
+"""
 
 
 @pytest.fixture(scope="module")
@@ -144,16 +160,18 @@ def path_a(tmp_path_factory) -> dict:
     return {"p": p, "cand": cand, "base": base}
 
 
+@pytest.mark.slow
 def test_path_a_prints_the_documented_comparison(path_a):
     p, cand, base = path_a["p"], path_a["cand"], path_a["base"]
     result = compare(p, cand, base)
     assert result.code == 3, result
     header, *body = result.out.splitlines()
     assert re.fullmatch(HEADER.format(cand=cand, base=base, n=15), header), header
-    assert "\n".join(body) + "\n" == PATH_A
+    assert "\n".join(body) + "\n" == PATH_A + PATH_A_CHANGED
     assert result.err == ""
 
 
+@pytest.mark.slow
 def test_path_a_slices_list_one_line_per_slice_and_metric(path_a):
     p, cand, base = path_a["p"], path_a["cand"], path_a["base"]
     result = compare(p, cand, base, "compare.yaml", "--slices")
@@ -168,18 +186,20 @@ def test_path_a_slices_list_one_line_per_slice_and_metric(path_a):
     assert "  metadata.topic=account · answer_correct: +0.0 points · 3 paired · 0 missing · 0 excluded" in listed
     assert not any("exploratory slice differences not shown" in line for line in lines)
     # the decisions and the gate are the same with or without the slice lines: slices never gate
-    assert lines[lines.index("Decisions"):] == PATH_A.splitlines()[PATH_A.splitlines().index("Decisions"):]
+    decisions = (PATH_A + PATH_A_CHANGED).splitlines()
+    assert lines[lines.index("Decisions"):] == decisions[decisions.index("Decisions"):]
 
 
+@pytest.mark.slow
 def test_path_a_id_is_stable_and_inspect_shows_the_comparison(path_a):
     p, cand, base = path_a["p"], path_a["cand"], path_a["base"]
     first, again = compare(p, cand, base), compare(p, cand, base)
-    listed = compare(p, cand, base, "compare.yaml", "--slices")
+    listed = compare(p, cand, base, "compare.yaml", "--slices", "--cases")
     object_id = first.out.split()[1]
-    assert object_id == again.out.split()[1] == listed.out.split()[1]  # --slices is display only
+    assert object_id == again.out.split()[1] == listed.out.split()[1]  # --slices and --cases are display only
     shown = p.run("inspect", object_id)
     assert shown.code == 0, shown
-    assert shown.out == listed.out  # the stored comparison, slice lines listed
+    assert shown.out == listed.out  # the stored comparison, slice lines and changed cases listed
     assert p.run("inspect", object_id[:20]).out == listed.out  # an unambiguous prefix is enough
     # a different policy (a rule's margin) is a different comparison
     text = (p.root / "compare.yaml").read_text().replace("margin: 2.0", "margin: 3.0")
@@ -198,6 +218,7 @@ def test_path_a_id_is_stable_and_inspect_shows_the_comparison(path_a):
 # --- pairing ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_disjoint_runs_are_refused(project):
     project.cases([case(i) for i in range(4)])
     base = run_system(project, "a")
@@ -212,6 +233,7 @@ def test_disjoint_runs_are_refused(project):
     assert "Traceback" not in result.err
 
 
+@pytest.mark.slow
 def test_partially_overlapping_runs_pair_the_shared_cases(project):
     project.cases([case(i, ok=i != 7) for i in range(10)])  # c000..c009, c007 fails in the baseline
     base = run_system(project, "a")
@@ -226,6 +248,7 @@ def test_partially_overlapping_runs_pair_the_shared_cases(project):
     assert result.code == 3
 
 
+@pytest.mark.slow
 def test_runs_of_the_same_cases_print_no_unpaired_line(ten):
     p = ten["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0")
@@ -234,6 +257,7 @@ def test_runs_of_the_same_cases_print_no_unpaired_line(ten):
     assert "answer_correct: +80.0 points [+3.4, +99.3] · 10 paired · 0 missing · 0 excluded" in result.out
 
 
+@pytest.mark.slow
 def test_excluded_and_missing_pairs_are_counted_with_their_reasons(twenty):
     p = twenty["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0")
@@ -250,11 +274,19 @@ def test_excluded_and_missing_pairs_are_counted_with_their_reasons(twenty):
             reason,
         ], lines
         assert lines[0].endswith(" · 21 paired cases")
-    unchanged = compare(p, twenty["same2"], twenty["same"]).out.splitlines()
-    assert unchanged[1:3] == ["answer_correct: +0.0 points [-23.6, +23.6] · 20 paired · 0 missing · 1 excluded",
-                              "  excluded 1: no_expected_value"]
+    unchanged = compare(p, twenty["same2"], twenty["same"])
+    assert unchanged.out.splitlines()[1:3] == [
+        "answer_correct: +0.0 points [-23.6, +23.6] · 20 paired · 0 missing · 1 excluded",
+        "  excluded 1: no_expected_value"]
+    assert changed(unchanged) == ["Changed verdicts: none (no paired case passes or fails differently)"]
+    # a case that passed and now errored counts as broken; one that errored and now passes as fixed
+    assert changed(compare(p, twenty["crash"], twenty["same"])) == [
+        "Changed verdicts: 1 on 1 case (0 fixed, 1 broken)", "  c005  broken: answer_correct"]
+    assert changed(compare(p, twenty["same"], twenty["crash"])) == [
+        "Changed verdicts: 1 on 1 case (1 fixed, 0 broken)", "  c005  fixed: answer_correct"]
 
 
+@pytest.mark.slow
 def test_a_missing_pair_never_helps_a_pass(twenty):
     # 19 unchanged pairs: [-24.6, +24.6] clears a 28-point margin, but with the missing pair at
     # the worst difference (-1) the lower bound is -32.4, so the rule cannot pass.
@@ -269,6 +301,7 @@ def test_a_missing_pair_never_helps_a_pass(twenty):
         assert result.code == 3
 
 
+@pytest.mark.slow
 def test_a_missing_case_counts_against_a_floor(twenty):
     # Floor on the candidate alone: 20/20 (the excluded case aside) has Clopper-Pearson lower
     # bound 83.2%; with the crashed case counted as a failure, 19/20 gives 75.1%.
@@ -280,6 +313,7 @@ def test_a_missing_case_counts_against_a_floor(twenty):
     assert crashed.code == 3
 
 
+@pytest.mark.slow
 def test_a_floor_reads_every_case_of_the_candidate(project):
     # The candidate has cases the baseline lacks; the floor reads all of them, not only the pairs.
     project.cases([case(i) for i in range(3)])
@@ -295,6 +329,7 @@ def test_a_floor_reads_every_case_of_the_candidate(project):
 # --- evaluators that differ ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_criterion_defined_differently_is_refused_or_needs_manual_review(project):
     project.cases([case(i) for i in range(6)])
     base = run_system(project, "a")
@@ -318,6 +353,7 @@ def test_a_criterion_defined_differently_is_refused_or_needs_manual_review(proje
     assert "Gate: BLOCK (exit 3)" in allowed.out
 
 
+@pytest.mark.slow
 def test_a_criterion_in_one_run_only_is_named_and_cannot_be_decided(project):
     project.cases([case(i) for i in range(4)])
     base = run_system(project, "a")
@@ -336,6 +372,7 @@ def test_a_criterion_in_one_run_only_is_named_and_cannot_be_decided(project):
 # --- decisions, verdicts and the gate -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_decision_kind_passes_when_the_candidate_is_clearly_better(ten):
     p = ten["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0",
@@ -347,10 +384,20 @@ def test_every_decision_kind_passes_when_the_candidate_is_clearly_better(ten):
     assert decision(result, "sup")[2:] == ["superiority, margin 0.0 points", "PASS", "interval_above_margin"]
     assert decision(result, "floor")[2:] == ["floor, min 60.0%", "PASS", "interval_within_threshold"]
     assert all(planning(result, rule) is None for rule in ("ni", "sup", "floor"))
-    assert result.out.splitlines()[-1] == "Gate: PASS (exit 0)"
+    assert gate_line(result) == "Gate: PASS (exit 0)"
     assert result.code == 0
+    # eight cases fixed: the first five listed, the rest counted; --cases lists all eight
+    listed = changed(result)
+    assert listed[0] == "Changed verdicts: 8 on 8 cases (8 fixed, 0 broken)"
+    assert listed[1:6] == [f"  c00{i}  fixed: answer_correct" for i in range(5)]
+    assert listed[6:] == ["  … and 3 more; add --cases to list them all"]
+    every = changed(compare(p, ten["good"], ten["bad"], "compare.yaml", "--cases"))
+    assert len(every) == 9 and all(line.endswith("  fixed: answer_correct") for line in every[1:])
+    # the other way round, the same cases are broken
+    assert changed(compare(p, ten["bad"], ten["good"]))[0] == "Changed verdicts: 8 on 8 cases (0 fixed, 8 broken)"
 
 
+@pytest.mark.slow
 def test_every_decision_kind_fails_when_the_candidate_is_clearly_worse(ten):
     p = ten["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 2.0",
@@ -361,10 +408,11 @@ def test_every_decision_kind_fails_when_the_candidate_is_clearly_worse(ten):
     assert decision(result, "ni")[3:] == ["FAIL", "interval_below_margin"]
     assert decision(result, "sup")[3:] == ["FAIL", "interval_below_margin"]
     assert decision(result, "floor")[3:] == ["FAIL", "interval_below_minimum"]  # 2/10: [2.5%, 55.7%]
-    assert result.out.splitlines()[-1] == "Gate: BLOCK (exit 1)"
+    assert gate_line(result) == "Gate: BLOCK (exit 1)"
     assert result.code == 1
 
 
+@pytest.mark.slow
 def test_superiority_fails_when_the_interval_rules_out_the_margin(twenty):
     p = twenty["p"]
     policy(p, "id: sup, metric: answer_correct, kind: superiority, margin: 30.0",
@@ -376,6 +424,7 @@ def test_superiority_fails_when_the_interval_rules_out_the_margin(twenty):
     assert result.code == 1
 
 
+@pytest.mark.slow
 def test_insufficient_evidence_blocks_with_exit_3_unless_policy_does_not_block_on_it(ten):
     p = ten["p"]
     rule = "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0"
@@ -383,15 +432,16 @@ def test_insufficient_evidence_blocks_with_exit_3_unless_policy_does_not_block_o
     result = compare(p, ten["one"], ten["good"])  # 1 pass→fail of 10: [-54.8, +36.6]
     assert decision(result, "ni")[3:] == ["INSUFFICIENT_EVIDENCE", "interval_overlaps_margin"]
     assert decision(result, "floor")[3:] == ["INSUFFICIENT_EVIDENCE", "interval_overlaps_threshold"]
-    assert result.out.splitlines()[-1] == "Gate: BLOCK (exit 3)"
+    assert gate_line(result) == "Gate: BLOCK (exit 3)"
     assert result.code == 3
     policy(p, rule, name="lenient.yaml", block_on="[FAIL]")
     lenient = compare(p, ten["one"], ten["good"], "lenient.yaml")
     assert decision(lenient, "ni")[3:] == ["INSUFFICIENT_EVIDENCE", "interval_overlaps_margin"]
-    assert lenient.out.splitlines()[-1] == "Gate: PASS (exit 0)"
+    assert gate_line(lenient) == "Gate: PASS (exit 0)"
     assert lenient.code == 0
 
 
+@pytest.mark.slow
 def test_manual_review_blocks_with_exit_3_and_fail_wins_with_exit_1(project):
     project.cases([case(i) for i in range(10)])
     base = run_system(project, "a")
@@ -405,7 +455,7 @@ def test_manual_review_blocks_with_exit_3_and_fail_wins_with_exit_1(project):
            "id: floor, metric: answer_correct, kind: floor, min: 0.5", name="both.yaml")
     both = compare(project, cand, base, "both.yaml", "--allow-different-evaluators")
     assert decision(both, "floor")[3:] == ["FAIL", "interval_below_minimum"]
-    assert both.out.splitlines()[-1] == "Gate: BLOCK (exit 1)"
+    assert gate_line(both) == "Gate: BLOCK (exit 1)"
     assert both.code == 1
 
 
@@ -449,6 +499,7 @@ def test_planning_says_when_nothing_within_the_search_bound_decides(ten):
 # --- slices ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_slices_count_line_and_listing(twenty):
     p = twenty["p"]
     policy(p, "id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0")

@@ -250,12 +250,14 @@ def staged(tmp_path_factory) -> Staged:
     return s
 
 
+@pytest.mark.slow
 def test_the_run_fails_the_designed_cases(staged):
     assert staged.run.code == 0, staged.run
     assert "answer_correct │ 9.1%" in staged.run.out  # ok passes; every other case fails by design
     assert len(staged.generate_after_run) == len(CASES)
 
 
+@pytest.mark.slow
 def test_gold_context_summary_lines(staged):
     assert staged.gold.code == 0, staged.gold
     assert staged.gold.err == ""
@@ -343,12 +345,14 @@ def replay_summary(staged, label: str, recovered: int) -> list[str]:
             *LABEL_LINES]
 
 
+@pytest.mark.slow
 def test_top_k_replay_recovers_the_ranked_out_case(staged, replays):
     assert replays.top_k.code == 0, replays.top_k
     # ranked (position 3) fits once top-k is 3; flaky passes now, in the replay control too
     assert replays.top_k_parts[0] == replay_summary(staged, "top-k 3", 2)
 
 
+@pytest.mark.slow
 def test_top_k_replay_carries_the_gold_context_labels_and_child_runs(staged, replays):
     _, _, children, _ = replays.top_k_parts
     assert children[:2] == staged.children
@@ -451,6 +455,7 @@ def test_a_child_run_is_not_diagnosed(staged):
 # -- on their own projects --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_replay_before_any_gold_context_diagnosis(tmp_path):
     project = make_project(tmp_path)
     run_id = run_id_of(project.run("run"))
@@ -485,6 +490,7 @@ def run(input):
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("intervention", [["gold-context"], ["top-k", "--top-k", "3"]])
 def test_a_black_box_is_unresolved_and_nothing_is_re_executed(tmp_path, intervention):
     project = Project(tmp_path)

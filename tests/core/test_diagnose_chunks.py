@@ -170,6 +170,7 @@ def diagnosed(request, tmp_path_factory) -> Diagnosed:
     return d
 
 
+@pytest.mark.slow
 def test_each_label_and_evidence_is_the_reading_by_hand(diagnosed):
     assert diagnosed.gold.code == 0, diagnosed.gold
     assert diagnosed.inspect.code == 0, diagnosed.inspect
@@ -178,6 +179,7 @@ def test_each_label_and_evidence_is_the_reading_by_hand(diagnosed):
             f"{'chunks' if diagnosed.unit == 'chunk' else 'documents'}):") in diagnosed.inspect.out
 
 
+@pytest.mark.slow
 def test_the_summary_counts_co_occurring_causes_apart(diagnosed):
     if diagnosed.unit == "chunk":
         expected = [
@@ -290,6 +292,7 @@ def test_a_suite_that_mixes_units_is_a_located_config_error(tmp_path):
     assert project.runs() == []
 
 
+@pytest.mark.slow
 def test_the_unit_an_evaluator_names_is_the_suites_when_the_top_level_names_none(tmp_path):
     project = make(tmp_path, "")
     project.write("oloproof.yaml", CONFIG.format(unit="").replace(

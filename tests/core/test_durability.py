@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import case
 from provider_standin import Fault, StandIn
 
@@ -63,6 +65,7 @@ def wait_for(predicate, timeout: float = 60) -> None:
 JUDGMENTS = "SELECT count(*) FROM cache WHERE ns = 'judgment'"
 
 
+@pytest.mark.slow
 def test_judgments_are_committed_as_they_arrive_and_ctrl_c_keeps_them(project):
     with StandIn(key=KEY) as standin:
         judged(project, standin, 24)
@@ -143,6 +146,7 @@ class Staged:
 '''
 
 
+@pytest.mark.slow
 def test_a_diagnosis_killed_part_way_leaves_no_child_run(project):
     project.write("app.py", STAGED_APP)
     project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text().replace("callable: app:run",

@@ -36,6 +36,7 @@ def fails(project, expected: str, *args: str) -> str:
 # -- files that are not what they should be ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_non_utf8_byte_in_the_config_or_the_cases(project):
     project.cases(GOOD)
     (project.root / "oloproof.yaml").write_bytes((project.root / "oloproof.yaml").read_bytes() + b"# caf\xe9\n")
@@ -45,6 +46,7 @@ def test_a_non_utf8_byte_in_the_config_or_the_cases(project):
     fails(project, "cases.jsonl:2: not UTF-8 text: byte 0xff at column 29")
 
 
+@pytest.mark.slow
 def test_directories_where_files_belong(project):
     project.cases(GOOD)
     fails(project, ".: a directory, not a file; fix: name the file inside it", "run", "--config", ".")
@@ -89,6 +91,7 @@ def test_a_yaml_alias_bomb_fails_fast(project):
     assert time.monotonic() - start < 10
 
 
+@pytest.mark.slow
 def test_aliases_within_the_limit_are_read(project):
     project.cases(GOOD)
     project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text().replace(
@@ -128,6 +131,7 @@ def test_strict_json_in_cases(project, line, expected):
     assert not (project.root / "executed").exists()  # caught before anything ran
 
 
+@pytest.mark.slow
 def test_a_valid_surrogate_pair_is_text(project):
     project.write("cases.jsonl", '{"id": "a", "input": {"q": "smile \\ud83d\\ude00"}, "expected": {"answer": "smile"}}\n')
     result = project.run("run")
@@ -141,6 +145,7 @@ def test_strict_json_in_labels(project):
     one_line(result, "labels.jsonl:1: invalid JSON: duplicate key 'label'")
 
 
+@pytest.mark.slow
 def test_invalid_yaml_in_a_diagnose_option(project):
     project.cases(GOOD)
     assert project.run("run").code == 0
@@ -149,6 +154,7 @@ def test_invalid_yaml_in_a_diagnose_option(project):
     one_line(result, "--option k: invalid YAML value '[oops'")
 
 
+@pytest.mark.slow
 def test_negative_limits_are_refused_at_load(project):
     project.cases(GOOD)
     base = (project.root / "oloproof.yaml").read_text()
@@ -177,6 +183,7 @@ def limited(project, limit: int, *args: str):
     return Result
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_the_store_stays_sound(project):
     project.cases([case(i, pad="x" * 400) for i in range(300)])
     result = limited(project, 40_000, "run")
@@ -187,6 +194,7 @@ def test_a_full_disk_is_one_line_and_the_store_stays_sound(project):
     assert project.run("run").code == 0
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_export(project):
     project.cases([case(i, pad="x" * 400) for i in range(100)])
     assert project.run("run").code == 0
@@ -194,6 +202,7 @@ def test_a_full_disk_during_export(project):
     one_line(result, "fix: raise the file size limit (ulimit -f)")
 
 
+@pytest.mark.slow
 def test_a_corrupt_database_file(project):
     project.cases(GOOD)
     (project.root / ".oloproof").mkdir()
@@ -230,6 +239,7 @@ def read_only(project, *args: str):
     return Result
 
 
+@pytest.mark.slow
 def test_a_read_only_store_still_reads(project):
     project.cases(GOOD)
     first = project.run("run")
@@ -303,6 +313,7 @@ def checkpoint(project) -> None:
 DAMAGED = "fix: run `oloproof store check` to see everything damaged"
 
 
+@pytest.mark.slow
 def test_a_lost_case_record_is_detected_by_every_reader(project):
     run_id = stored_run(project)
     with sqlite3.connect(project.root / ".oloproof" / "store.db") as db:
@@ -317,6 +328,7 @@ def test_a_lost_case_record_is_detected_by_every_reader(project):
     assert f"Damaged: run {run_id}: 1 case records, 12 stored" in check.out
 
 
+@pytest.mark.slow
 def test_flipped_bytes_in_a_case_record_are_detected(project):
     run_id = stored_run(project)
     checkpoint(project)
@@ -328,6 +340,7 @@ def test_flipped_bytes_in_a_case_record_are_detected(project):
     assert project.run("store", "check").code == 2
 
 
+@pytest.mark.slow
 def test_an_edited_cached_judgment_is_a_miss_and_a_warning(project):
     project.cases([case(i, ok=i > 1) for i in range(12)])
     first = project.run("run")
@@ -348,6 +361,7 @@ def test_an_edited_cached_judgment_is_a_miss_and_a_warning(project):
 # -- files written: modes, symbolic links, terminal escapes -------------------------------------------
 
 
+@pytest.mark.slow
 def test_store_and_bundle_files_follow_the_umask(project):
     run_id = stored_run(project)
     old = os.umask(0o027)
@@ -363,6 +377,7 @@ def test_store_and_bundle_files_follow_the_umask(project):
     assert oct((root / "bundles" / run_id).stat().st_mode & 0o777) == oct(0o750)
 
 
+@pytest.mark.slow
 def test_export_refuses_a_symlink_out_of_the_project(project, tmp_path_factory):
     run_id = stored_run(project)
     outside = tmp_path_factory.mktemp("outside")
@@ -372,6 +387,7 @@ def test_export_refuses_a_symlink_out_of_the_project(project, tmp_path_factory):
     assert list(outside.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_inspect_escapes_terminal_control_characters(project):
     project.write("app.py", "from oloproof import system\n\n@system(name='e', version='1')\ndef run(input):\n"
                             "    raise RuntimeError('\\x1b[2J\\x1b]0;pwned\\x07 gone')\n")

@@ -11,9 +11,16 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import case
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.slow
 def test_interrupt_keeps_finished_cases_and_the_next_run_resumes(project):
     project.write("app.py", """
         import time
@@ -27,8 +34,11 @@ def test_interrupt_keeps_finished_cases_and_the_next_run_resumes(project):
     project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "concurrency: 2\n")
     project.cases([case(i) for i in range(400)])  # about 4 s at 2 in flight
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    # the child starts with SIGINT at its default, as a user's shell starts it, whatever this test
+    # process inherited (a background job of a non-interactive shell ignores SIGINT, and an ignored
+    # signal stays ignored across exec)
     proc = subprocess.Popen([sys.executable, "-m", "oloproof", "run"], cwd=project.root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
     # interrupt once some cases are finished and cached (polling, not a fixed sleep: a loaded
     # machine may take a while to start the command)
     db = project.root / ".oloproof" / "store.db"

@@ -100,6 +100,7 @@ def test_a_run_in_which_nothing_was_measured_is_not_a_decided_run(tmp_path):
     assert result.code == 3 and "Gate: BLOCK (exit 3)" in result.out, result
 
 
+@pytest.mark.slow
 def test_missing_judgments_get_their_own_line_and_inspect_separates_the_kinds(tmp_path):
     config = CONFIG + "  - {type: hit_rate, k: 2}\n"
     relevant = [{"doc_id": "d1"}]
@@ -123,8 +124,10 @@ def test_missing_judgments_get_their_own_line_and_inspect_separates_the_kinds(tm
         "Failed: a judgment failed (1)", "wrong",
         "Errored or did not finish: no output to judge (1)", "boom",
         "Not judged: an output, but a judgment is missing (1)", "silent",
+        "Why: each case's expected value, and the reason each criterion gives", "wrong", "boom", "silent",
     ]
     assert "  hit_rate_at_2: missing (no_retrieval_recorded)" in failures.out
+    assert "  hit_rate_at_2: missing, no_retrieval_recorded" in failures.out.splitlines()
 
 
 def test_a_validation_with_nothing_to_compare_stops_and_stores_nothing(tmp_path):

@@ -57,6 +57,7 @@ def test_the_shipped_schema_is_a_valid_json_schema():
     jsonschema.Draft202012Validator.check_schema(schema())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("minimum", "block_on", "code", "gate", "floor"), [
     ("0.40", "[FAIL, INSUFFICIENT_EVIDENCE]", 0, "PASS", "passed"),
     ("0.95", "[FAIL, INSUFFICIENT_EVIDENCE]", 1, "BLOCK", "failure"),
@@ -115,6 +116,7 @@ def test_an_interrupted_run_reports_its_rules_undecided(project):
     assert "**Gate: UNDECIDED** (the run was interrupted; exit 130)" in markdown
 
 
+@pytest.mark.slow
 def test_a_run_without_a_policy_and_the_step_summary(project, tmp_path):
     project.cases([case(i) for i in range(3)])
     summary = tmp_path / "step-summary.md"
@@ -145,6 +147,7 @@ rules:
 """
 
 
+@pytest.mark.slow
 def test_compare_writes_valid_outputs_with_the_cases_that_changed_verdict(project):
     project.cases([case(i) for i in range(12)])
     baseline = project.run("run").out.split()[1]
@@ -170,6 +173,7 @@ def test_compare_writes_valid_outputs_with_the_cases_that_changed_verdict(projec
     assert as_json.code == 3 and json.loads(as_json.out) == document
 
 
+@pytest.mark.slow
 def test_runs_and_inspect_print_json_for_scripts(project):
     project.cases([case(i, ok=i != 1) for i in range(3)])
     assert json.loads(project.run("runs", "--format", "json").out) == []
@@ -185,6 +189,7 @@ def test_runs_and_inspect_print_json_for_scripts(project):
     assert one["judgments"]["answer_correct"]["status"] == "pass"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask", [0o022, 0o077])
 def test_exported_bundle_files_all_get_the_umask_mode(project, umask):
     project.cases([case(i) for i in range(2)])

@@ -35,6 +35,7 @@ def suite_of(project, n: int, failing=lambda i: i % 10 == 0, extra: str = "") ->
         config.write(policy("  rules: [{id: floor, metric: answer_correct, min: 0.5}]\n") + extra)
 
 
+@pytest.mark.slow
 def test_a_sequential_run_stops_when_the_gate_is_decided_and_says_so(project):
     suite_of(project, 200)
     result = project.run("run", "--until-decided")
@@ -63,6 +64,7 @@ def test_a_sequential_run_stops_when_the_gate_is_decided_and_says_so(project):
     assert "Cache: execution 20 hit/0 miss; judgment 20 hit/0 miss" in again.out
 
 
+@pytest.mark.slow
 def test_the_policy_can_ask_for_it_and_the_command_line_overrides(project):
     suite_of(project, 60, extra="  sequential: {until_decided: true, batch: 5, seed: 3}\n")
     result = project.run("run")
@@ -71,6 +73,7 @@ def test_the_policy_can_ask_for_it_and_the_command_line_overrides(project):
     assert "(seed 4, batches of 30, 1 look)" in other.out
 
 
+@pytest.mark.slow
 def test_an_observed_count_rule_runs_every_case_unless_it_fails(project):
     project.cases([case(i) for i in range(30)])
     with (project.root / "oloproof.yaml").open("a") as config:

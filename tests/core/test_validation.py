@@ -223,6 +223,7 @@ def stored(project) -> list[tuple[str, dict]]:
         return [(i, json.loads(r)) for i, r in db.execute("SELECT id, record FROM objects WHERE kind = 'judge_validation'")]
 
 
+@pytest.mark.slow
 def test_validate_reports_the_worked_example_and_stores_it_under_the_judges_identity(project):
     labelled_project(project)
     assert project.run("run").code == 0
@@ -247,6 +248,7 @@ def test_validate_reports_the_worked_example_and_stores_it_under_the_judges_iden
     assert again.out == result.out and len(stored(project)) == 1  # the same evidence has the same id
 
 
+@pytest.mark.slow
 def test_a_run_with_unlabelled_cases_gets_a_prediction_powered_pass_rate_beside_the_gates(project):
     labelled_project(project)
     rows = [json.loads(line) for line in (project.root / "cases.jsonl").read_text().splitlines()]
@@ -265,6 +267,7 @@ def test_a_run_with_unlabelled_cases_gets_a_prediction_powered_pass_rate_beside_
     assert "The gate decides on the judge-only interval." in result.out
 
 
+@pytest.mark.slow
 def test_validate_judges_a_chosen_run_and_counts_what_could_not_be_judged(project):
     labelled_project(project, policy=False, boom=True)
     project.run("run")
@@ -280,6 +283,7 @@ def test_validate_judges_a_chosen_run_and_counts_what_could_not_be_judged(projec
     assert "Requirement: none (the suite has no policy)" in lines
 
 
+@pytest.mark.slow
 def test_outputs_given_in_the_labels_need_no_run(project):
     project.cases([case(1), case(2)])
     project.write("labels.jsonl", '{"id": "c001", "label": true, "output": {"answer": "answer 1"}}\n'
@@ -298,6 +302,7 @@ def test_outputs_given_in_the_labels_need_no_run(project):
     assert "Kappa is undefined" in result.out
 
 
+@pytest.mark.slow
 def test_a_validation_below_the_requirement_exits_3(project):
     rows = [case(i, ok=i % 2 == 0) for i in range(12)]
     project.cases(rows)
@@ -318,7 +323,7 @@ def test_a_validation_below_the_requirement_exits_3(project):
     (["--criterion", "answer_correct"], '{"id": "c0001", "label": true}',
      "labels.jsonl:1: case 'c0001' is not in oloproof.yaml's cases; fix: did you mean 'c001'?"),
     (["--criterion", "answer_correct"], '{"id": "c001", "label": true}',
-     "no run of oloproof.yaml to take the outputs from; fix: run `oloproof run` first"),
+     "no run to take the outputs from; fix: run `oloproof run` first"),
     (["--criterion", "answer_correct", "--run", "run_nope"], '{"id": "c001", "label": true}', "no run run_nope"),
     (["--criterion", "answer_correct"], '{"id": "c001", "label": true, "output": "x", "artifacts": {"contxt/v1": []}}',
      "labels.jsonl:1: unknown artifact 'contxt/v1'"),
@@ -331,6 +336,7 @@ def test_validate_errors_exit_2_with_a_fix(project, args, labels, message):
     assert message in result.err
 
 
+@pytest.mark.slow
 def test_a_labelled_case_outside_the_run_is_an_error(project):
     project.cases([case(1)])
     project.run("run")

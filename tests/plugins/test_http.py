@@ -240,6 +240,7 @@ def test_retry_after_is_waited_instead_of_the_backoff(faults):
     assert second - first < 0.5  # backoff 0.01 s with jitter
 
 
+@pytest.mark.slow
 def test_refused_connection_is_missing_after_retries(project):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
@@ -307,6 +308,7 @@ def test_malformed_artifact_stops_the_run(project, fault_server):
 SECRET_HEADERS = '    headers: {Authorization: "Bearer ${TEST_API_KEY}"}\n'
 
 
+@pytest.mark.slow
 def test_header_from_environment_reaches_the_server_and_nothing_else(project, fault_server):
     project.write("oloproof.yaml", http_config(fault_server.url, SECRET_HEADERS))
     project.cases([http_case(f"c{i}") for i in range(3)])
@@ -351,6 +353,7 @@ def test_requests_per_second_spaces_the_requests(project, fault_server):
     assert gaps[len(gaps) // 2] > 0.03
 
 
+@pytest.mark.slow
 def test_concurrency_caps_requests_in_flight(project, fault_server):
     fault_server.server.delay = 0.05
     project.write("oloproof.yaml", http_config(fault_server.url, "    concurrency: 2\n", "concurrency: 16\n"))

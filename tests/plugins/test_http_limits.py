@@ -47,6 +47,7 @@ def test_a_control_character_written_in_a_header_is_a_config_error(project, faul
     assert fault_server.server.attempts == {}
 
 
+@pytest.mark.slow
 def test_a_response_over_max_response_bytes_is_missing_and_not_retried(project, fault_server):
     project.write("oloproof.yaml", http_config(fault_server.url, "    max_response_bytes: 2000\n"))
     project.cases([http_case("small", mode="reply", reply={"answer": "answer small"}),

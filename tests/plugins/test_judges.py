@@ -233,6 +233,7 @@ evaluators:
 {extra}{policy}""", encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_every_judge_runs_from_yaml_cached_with_usage_in_the_summary(wire, standin, tmp_path):
     judged_project(tmp_path, standin, wire)
@@ -258,6 +259,7 @@ def test_every_judge_runs_from_yaml_cached_with_usage_in_the_summary(wire, stand
     assert "Usage: grounded 1 call · 100 input tokens · 20 output tokens · $0.0002" in again.out.splitlines()
 
 
+@pytest.mark.slow
 def test_a_changed_model_or_provider_misses_the_judgment_cache(standin, tmp_path):
     judged_project(tmp_path, standin, "openai")
     olo("run", cwd=tmp_path)
@@ -283,6 +285,7 @@ def test_a_missing_key_exits_2_before_any_case_runs(standin, tmp_path, monkeypat
     assert not (tmp_path / "executed.log").exists() and standin.requests == []
 
 
+@pytest.mark.slow
 def test_the_key_is_nowhere_in_the_store_or_the_output(standin, tmp_path):
     judged_project(tmp_path, standin)
     outputs = [olo("run", cwd=tmp_path)]
@@ -295,6 +298,7 @@ def test_the_key_is_nowhere_in_the_store_or_the_output(standin, tmp_path):
     assert files and all(KEY.encode() not in p.read_bytes() for p in files)
 
 
+@pytest.mark.slow
 def test_unparseable_verdicts_and_provider_faults_are_missing_with_their_reason(standin, tmp_path):
     judged_project(tmp_path, standin, extra="concurrency: 1\n")
     standin.faults.extend([Fault(503)] * 5)  # the first request fails all five attempts
@@ -331,6 +335,7 @@ def labelled_cases(n_agree_pass: int, n_agree_fail: int, n_judge_pass_human_fail
     return cases, labels
 
 
+@pytest.mark.slow
 def test_a_rule_on_a_judge_is_manual_review_until_exactly_that_judge_is_validated(standin, tmp_path):
     cases, labels = labelled_cases(40, 30, 1, 1)  # 72 cases: kappa 0.943, lower bound 0.612
     judged_project(tmp_path, standin, cases=cases, policy=POLICY)
@@ -352,6 +357,7 @@ def test_a_rule_on_a_judge_is_manual_review_until_exactly_that_judge_is_validate
     assert other.code == 3 and "judge_not_validated" in other.out
 
 
+@pytest.mark.slow
 def test_a_validation_below_the_requirement_leaves_the_rule_in_manual_review(standin, tmp_path):
     cases, labels = labelled_cases(10, 4, 6, 4)  # 24 cases, kappa 0.118
     judged_project(tmp_path, standin, cases=cases, policy=POLICY)

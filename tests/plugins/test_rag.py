@@ -130,6 +130,7 @@ ASSEMBLY = {
 }
 
 
+@pytest.mark.slow
 def test_assembly_keeps_the_retrievers_order_and_drops_by_top_k_then_by_budget(tmp_path):
     project = staged(tmp_path, ASSEMBLY, 'name="mini", version="1", depth=5, top_k=4, token_budget=10')
     result = project.run("run")
@@ -162,6 +163,7 @@ def test_assembly_keeps_the_retrievers_order_and_drops_by_top_k_then_by_budget(t
     assert b["dropped"] == [{"doc_id": "e3", "position": 3, "reason": "token_budget"}]
 
 
+@pytest.mark.slow
 def test_without_a_budget_only_top_k_drops_and_tokens_are_still_the_systems_count(tmp_path):
     project = staged(tmp_path, {"a": ASSEMBLY["a"]}, 'name="mini", version="1", depth=5, top_k=2')
     result = project.run("run")
@@ -241,6 +243,7 @@ CHANGES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_each_change_misses_exactly_the_caches_whose_identity_it_is_part_of(tmp_path, change):
     apply, cache, stages, retrieved, generated = CHANGES[change]
@@ -259,6 +262,7 @@ def test_each_change_misses_exactly_the_caches_whose_identity_it_is_part_of(tmp_
     assert calls(project) == Counter([f"retrieve {q}" for q in retrieved] + [f"generate {q}" for q in generated])
 
 
+@pytest.mark.slow
 def test_data_loaded_into_a_module_constant_is_part_of_the_stage_identities(tmp_path):
     project = staged(tmp_path, CACHED, 'name="mini", version="1", depth=3', system=CACHED_SYSTEM)
     assert project.run("run").code == 0
@@ -296,6 +300,7 @@ def test_data_read_inside_a_method_is_invisible_until_index_version_changes(tmp_
     assert calls(project) == Counter([f"retrieve {q}" for q in CACHED] + ["generate a"])
 
 
+@pytest.mark.slow
 def test_a_module_level_constant_is_part_of_the_identity_of_the_stages_that_read_it(tmp_path):
     project = staged(tmp_path, CACHED, 'name="mini", version="1", depth=3', system=CACHED_SYSTEM)
     assert project.run("run").code == 0
@@ -312,6 +317,7 @@ def test_a_module_level_constant_is_part_of_the_identity_of_the_stages_that_read
 OVERRIDDEN = {"a": [passage(f"p{i}", 2) for i in range(1, 6)]}
 
 
+@pytest.mark.slow
 def test_system_rag_settings_override_the_decorators(tmp_path):
     decorator = 'name="mini", version="1", depth=2, top_k=1, token_budget=3, index_version="from-decorator"'
     project = staged(tmp_path, OVERRIDDEN, decorator)
@@ -341,6 +347,7 @@ def test_system_rag_settings_override_the_decorators(tmp_path):
         (4, 3, 100, "from-yaml")
 
 
+@pytest.mark.slow
 def test_top_k_defaults_to_depth(tmp_path):
     project = staged(tmp_path, OVERRIDDEN, 'name="mini", version="1", depth=3')
     result = project.run("run")
@@ -530,6 +537,7 @@ def shape(value):
     return type(value).__name__
 
 
+@pytest.mark.slow
 def test_staged_and_blackbox_paths_record_the_same_context_shape(tmp_path):
     stage = staged(tmp_path / "staged", {"q": SHARED}, 'name="mini", version="1", depth=4, top_k=3, token_budget=10')
     box = Project(tmp_path / "blackbox")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import Project
 
 APP = '''
@@ -55,6 +57,7 @@ def make(tmp_path) -> Project:
     return project
 
 
+@pytest.mark.slow
 def test_judges_run_offline_from_a_replies_file_marked_as_not_a_model(tmp_path):
     project = make(tmp_path)
     got = judged(project)
@@ -72,6 +75,7 @@ def test_judges_run_offline_from_a_replies_file_marked_as_not_a_model(tmp_path):
     assert edited["s"]["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_a_default_verdict_and_validation_without_a_key(tmp_path):
     project = make(tmp_path)
     project.write("oloproof.yaml", CONFIG.replace("{file: replies.jsonl}", "{file: replies.jsonl, default: fail}"))
