@@ -82,7 +82,8 @@ def test_inspect_case_shows_the_retrieval_context_citations_and_judgments(tmp_pa
     assert "Context: 1 passage · 28 of a budget of 40 tokens used · 5 dropped · source retrieval" in lines
     assert "Citations: kb-09: valid" in lines
     judgments = lines[lines.index("Judgments"):]
-    assert "  answer_correct: failed" in judgments and "  hit_rate_at_2: passed" in judgments
+    assert "  answer_correct: failed (expected_text_not_found)" in judgments and "  hit_rate_at_2: passed" in judgments
+    assert "    expected: [\"same business day\"]" in judgments
     assert "    rank: 2" in judgments
     # long text wraps under its key instead of running on for one line
     assert max(len(line) for line in lines if not line.startswith(("│", "┌", "├", "└"))) <= 100
