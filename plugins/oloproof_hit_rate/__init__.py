@@ -20,7 +20,7 @@ class HitRate(AtKEvaluator):
 
     def rate(self, top: list[str], relevant: dict[str, float]) -> Judgment:
         rank = next((i for i, unit in enumerate(top, 1) if unit in relevant), None)
-        return Judgment.of(rank is not None, rank=rank)
+        return Judgment.of(rank is not None, None if rank is not None else "no_relevant_in_top_k", rank=rank)
 
 
 @hookimpl

@@ -21,7 +21,8 @@ class Recall(AtKEvaluator):
         found = sum(1 for unit in top if unit in relevant)
         value = found / len(relevant)
         if value in (0.0, 1.0):
-            return Judgment.of(value == 1.0, found=found, relevant=len(relevant))
+            return Judgment.of(value == 1.0, None if value else "no_relevant_in_top_k", found=found,
+                               relevant=len(relevant))
         return Judgment.score(value, found=found, relevant=len(relevant))
 
 

@@ -167,7 +167,7 @@ def test_inspect_case_export_and_runs(project):
     lines = shown.out.splitlines()
     assert lines[lines.index("Input") + 1] == "  q: nope"
     assert lines[lines.index("Expected") + 1] == "  answer: answer 2"
-    assert lines[lines.index("Judgments") + 1] == "  answer_correct: failed"
+    assert lines[lines.index("Judgments") + 1] == "  answer_correct: failed (expected_text_not_found)"
     exported = project.run("export", run_id)
     assert exported.code == 0
     record = json.loads((project.root / ".oloproof" / "bundles" / run_id / "cases.jsonl").read_text().splitlines()[1])
