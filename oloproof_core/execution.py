@@ -84,39 +84,36 @@ class CaseWork:
             total[0] += hits
             total[1] += misses
 
-    def _finish(self, case: Case, output: Any, recorder: Recorder, seconds: float, error: str | None) -> Execution:
-        if error is not None:
-            return Execution(missing=error, seconds=seconds)
-        return to_execution(_json_safe(output, case), recorder, case, self.system, self.plugins, seconds)
+    def _finish(self, case: Case, output: Any, recorder: Recorder, start: float) -> Execution:
+        return to_execution(_json_safe(output, case), recorder, case, self.system, self.plugins,
+                            time.perf_counter() - start)
+
+    def _failed(self, case: Case, exc: Exception, start: float, locate: bool = True) -> Execution:
+        """A system's exception: the case's missing reason, or (a malformed artifact, a config
+        error) raised again to stop the run, located at the case when ``locate``."""
+        if isinstance(exc, ArtifactError) and locate:  # raised by a record type's validator inside the system
+            raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
+        if isinstance(exc, (ArtifactError, ConfigError)):
+            raise exc
+        reason = exc.reason if isinstance(exc, CaseMissing) else f"error: {type(exc).__name__}: {exc}"
+        return Execution(missing=reason, seconds=time.perf_counter() - start)
 
     def execute(self, case: Case) -> Execution:
         start = time.perf_counter()
         try:
             output, recorder = call_with_recorder(lambda r: self.system.execute(case, r), case)
-            return self._finish(case, output, recorder, time.perf_counter() - start, None)
-        except ArtifactError as exc:  # raised by a record type's validator inside the system
-            raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
-        except ConfigError:
-            raise
-        except CaseMissing as exc:
-            return Execution(missing=exc.reason, seconds=time.perf_counter() - start)
         except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing, the run goes on
-            return Execution(missing=f"error: {type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
+            return self._failed(case, exc, start)
+        return self._finish(case, output, recorder, start)
 
     async def aexecute(self, case: Case) -> Execution:
         recorder = Recorder(case)
         start = time.perf_counter()
         try:
             output = await self.system.aexecute(case, recorder)
-        except ArtifactError as exc:
-            raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
-        except ConfigError:
-            raise
-        except CaseMissing as exc:
-            return Execution(missing=exc.reason, seconds=time.perf_counter() - start)
         except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing
-            return Execution(missing=f"error: {type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
-        return self._finish(case, output, recorder, time.perf_counter() - start, None)
+            return self._failed(case, exc, start)
+        return self._finish(case, output, recorder, start)
 
     async def aclose(self) -> None:
         closer = getattr(self.system, "aclose", None)
@@ -140,13 +137,9 @@ class InterventionWork(CaseWork):
         start = time.perf_counter()
         try:
             output, recorder = call_with_recorder(lambda r: self.call(self.system, case, record, r), case)
-            return self._finish(case, output, recorder, time.perf_counter() - start, None)
-        except (ConfigError, ArtifactError):
-            raise
-        except CaseMissing as exc:
-            return Execution(missing=exc.reason, seconds=time.perf_counter() - start)
         except Exception as exc:  # noqa: BLE001 - a re-execution failing: that case is missing
-            return Execution(missing=f"error: {type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
+            return self._failed(case, exc, start, locate=False)
+        return self._finish(case, output, recorder, start)
 
 
 def make_intervention(plugins: Plugins, name: str, options: dict) -> Any:

@@ -3,8 +3,10 @@ the end. Not local mode: the workers are separate processes, as on a cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -31,21 +33,32 @@ class RayHead:
         return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_ADDRESS": self.address}
 
     def start(self) -> RayHead:
-        cmd = [self.ray, "start", "--head", f"--port={self.port}", f"--num-cpus={self.num_cpus}",
+        # --block keeps the head's processes under this one, in a session of their own: stopping
+        # it stops this head only, never another Ray cluster on the machine
+        cmd = [self.ray, "start", "--head", "--block", f"--port={self.port}", f"--num-cpus={self.num_cpus}",
                "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={self.temp}",
                "--node-ip-address=127.0.0.1"]
-        proc = subprocess.run(cmd, env=self.env(), capture_output=True, text=True, timeout=180)
-        if proc.returncode != 0:
-            raise RuntimeError(f"ray start failed: {proc.stderr[-2000:]}")
-        deadline = time.monotonic() + 60
+        self.log = self.temp / "head.log"
+        with self.log.open("w") as log:
+            self.proc = subprocess.Popen(cmd, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ray start failed: {self.log.read_text()[-2000:]}")
             status = subprocess.run([self.ray, "status", f"--address={self.address}"], env=self.env(),
                                     capture_output=True, text=True, timeout=60)
             if status.returncode == 0:
                 return self
             time.sleep(0.5)
-        raise RuntimeError("the Ray head did not come up within 60 s")
+        self.stop()
+        raise RuntimeError("the Ray head did not come up within 120 s")
 
     def stop(self) -> None:
-        subprocess.run([self.ray, "stop", "--force"], env=self.env(), capture_output=True, timeout=120)
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # the head and every process it started
+            self.proc.wait(timeout=60)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
         shutil.rmtree(self.temp, ignore_errors=True)
