@@ -55,7 +55,19 @@ from oloproof_core.recording import (
 from oloproof_core.fingerprint import project_fingerprint, reach_fingerprint
 from oloproof_core.fingerprint import short as short_fingerprint
 from oloproof_core.registry import Registry
-from oloproof_core.storage import check_rows, checksum, seal_intact, seal_of
+from oloproof_core.storage import (
+    PAGE,
+    RunWriter,
+    check_rows,
+    checksum,
+    process_gone,
+    row_checksum,
+    seal_intact,
+    seal_of,
+    sealed_records,
+    this_process,
+    write_run,
+)
 from oloproof_core.identity import canonical, digest
 from oloproof_core.providers import (
     JsonProvider,
@@ -71,6 +83,7 @@ from oloproof_core.providers import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "PAGE",
     "acceptable_texts",
     "ArtifactError",
     "AtKEvaluator",
@@ -96,6 +109,7 @@ __all__ = [
     "Registry",
     "Reply",
     "Retrieval",
+    "RunWriter",
     "StageCache",
     "Summary",
     "SystemContext",
@@ -130,6 +144,11 @@ __all__ = [
     "evaluate",
     "seal_intact",
     "seal_of",
+    "sealed_records",
+    "row_checksum",
+    "process_gone",
+    "this_process",
+    "write_run",
     "unit_key",
     "whole_documents",
     "source_fingerprint",

@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-from collections.abc import Iterable
+import socket
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from .errors import OloproofError
+
 CHECK = "run `oloproof store check`"
+PAGE = 2000  # case rows a store reads at once when it streams a run
+CHUNK = 1000  # case records save_run hands to its writer at once
 
 
 def checksum(*parts: str) -> str:
@@ -22,13 +28,171 @@ def checksum(*parts: str) -> str:
     return h.hexdigest()
 
 
+class Sealer:
+    """The seal of a run, computed as its case rows are added: each row's checksum (kept beside
+    the row, so that one record is checked alone) goes into the running digest."""
+
+    def __init__(self) -> None:
+        self.hash, self.cases = hashlib.sha256(), 0
+
+    def add(self, idx: int, case_id: str, record: str) -> str:
+        """Fold one row into the digest; returns the row's checksum."""
+        row = row_checksum(idx, case_id, record)
+        self.hash.update(row.encode())
+        self.cases += 1
+        return row
+
+    def fold(self, rows: Iterable[tuple[int, str, str, str]]) -> None:
+        """Fold rows ``(idx, case_id, record, row checksum)`` already checksummed (``case_rows``)."""
+        for row in rows:
+            self.hash.update(row[3].encode())
+            self.cases += 1
+
+    def seal(self, header: str, summary: str) -> dict:
+        return {"cases": self.cases, "digest": self.hash.hexdigest(), "meta": checksum(header, summary)}
+
+
+def row_checksum(idx: int, case_id: str, record: str) -> str:
+    """One case row's checksum: the term of the run's seal digest for that row."""
+    return checksum(str(idx), case_id, record)
+
+
+def case_rows(records: Iterable[dict], start: int) -> list[tuple[int, str, str, str]]:
+    """Case records as rows ``(idx, case_id, record text, row checksum)`` numbered from ``start``
+    (the record's key order kept: judgments stay in the suite's evaluator order)."""
+    rows = []
+    for idx, record in enumerate(records, start):
+        text = json.dumps(record, ensure_ascii=False)
+        rows.append((idx, record["id"], text, row_checksum(idx, record["id"], text)))
+    return rows
+
+
+class RunWriter:
+    """What ``store.begin_run`` returns, less the store's SQL: case rows numbered and sealed as
+    they are added, the state that makes ``finish`` and ``abort`` safe to call in any order. A
+    store subclasses it with ``_insert(rows)`` (one transaction of its own, or a part of the open
+    batch), ``_finish(header, summary, seal)`` (the run row, visible at once) and ``_remove()``
+    (the rows ``_insert`` wrote, unless the run was finished)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id, self.sealer, self.state = run_id, Sealer(), "open"
+
+    def add(self, records: Sequence[dict]) -> None:
+        if self.state != "open":
+            raise OloproofError(f"run {self.run_id} is {self.state}: no case record can be added",
+                                fix="begin a new run")
+        try:
+            rows = case_rows(records, self.sealer.cases)
+            if rows:
+                self._insert(rows)
+        except BaseException:
+            self.state = "broken"  # only abort() is left
+            raise
+        self.sealer.fold(rows)
+
+    def finish(self, header: dict, summary: dict) -> None:
+        if self.state != "open":
+            raise OloproofError(f"run {self.run_id} is {self.state}: it cannot be finished", fix="run the suite again")
+        if header.get("id") != self.run_id:
+            raise OloproofError(f"the header's id {header.get('id')!r} is not the run's id {self.run_id}",
+                                fix="finish a run with its own header")
+        header_text, summary_text = json.dumps(header), json.dumps(summary)
+        self._finish(header_text, summary_text, json.dumps(self.sealer.seal(header_text, summary_text)))
+        self.state = "finished"
+
+    def abort(self) -> None:
+        if self.state in ("finished", "aborted"):
+            return
+        self.state = "aborted"
+        self._remove()
+
+    def _insert(self, rows: list[tuple[int, str, str, str]]) -> None:
+        raise NotImplementedError
+
+    def _finish(self, header: str, summary: str, seal: str) -> None:
+        raise NotImplementedError
+
+    def _remove(self) -> None:
+        raise NotImplementedError
+
+
+def write_run(writer: Any, header: dict, cases: Iterable[dict], summary: dict, size: int = CHUNK) -> None:
+    """Add ``cases`` (any iterable, read once) to ``writer`` in chunks, then finish it with the
+    header and summary; on any error (or Ctrl-C) abort it, so nothing is left, and re-raise."""
+    try:
+        chunk: list[dict] = []
+        for case in cases:
+            chunk.append(case)
+            if len(chunk) == size:
+                writer.add(chunk)
+                chunk = []
+        if chunk:
+            writer.add(chunk)
+        writer.finish(header, summary)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def this_process() -> tuple[str, int]:
+    """(host, pid) of this process, as a writer records itself."""
+    return socket.gethostname(), os.getpid()
+
+
+def process_gone(host: str, pid: int) -> bool:
+    """Whether the process ``pid`` on ``host`` is known to have ended: only a process on this
+    machine can be known so; one elsewhere may still be running."""
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists, under another user
+        return False
+    return False
+
+
 def seal_of(header: str, summary: str, records: Iterable[tuple[int, str, str]]) -> dict:
     """The seal of a run: its case count, the digest of its case rows, the digest of the rest."""
-    h, n = hashlib.sha256(), 0
+    sealer = Sealer()
     for idx, case_id, record in records:
-        h.update(checksum(str(idx), case_id, record).encode())
-        n += 1
-    return {"cases": n, "digest": h.hexdigest(), "meta": checksum(header, summary)}
+        sealer.add(idx, case_id, record)
+    return sealer.seal(header, summary)
+
+
+def rows_problem(seal: dict, rows: Iterable[tuple[int, str, str]]) -> str | None:
+    """What is wrong with a run's case rows against its seal (``None``: they match), hashing the
+    rows without parsing them."""
+    found = seal_of("", "", rows)
+    if found["cases"] != seal["cases"]:
+        return f"{found['cases']} of its {seal['cases']} case records"
+    return None if found["digest"] == seal["digest"] else "its case records"
+
+
+def sealed_records(page: Callable[[int, int], list], seal: dict | None, damaged: Callable[[str], Exception],
+                   size: int = PAGE) -> Iterator[dict]:
+    """A run's case records in case order, read in pages of ``size`` rows (``page(after_idx,
+    size)`` returns the rows ``(idx, case_id, record)`` after ``after_idx``), never one record
+    of a run whose rows do not match its ``seal``: a run of one page is checked and parsed from
+    that one read; a longer one is first hashed page by page, then read again and parsed. Memory
+    stays one page whatever the run's length. ``seal`` None: stored before seals, not checked."""
+
+    def pages(first: list) -> Iterator[tuple[int, str, str]]:
+        rows = first
+        while rows:
+            yield from rows
+            if len(rows) < size:
+                return
+            rows = page(rows[-1][0], size)
+
+    first = page(-1, size)
+    if seal is not None:
+        problem = rows_problem(seal, pages(first))
+        if problem is not None:
+            raise damaged(problem)
+    for _, _, record in pages(first):
+        yield json.loads(record)
 
 
 def seal_intact(header: str, summary: str, seal: str) -> dict | None:
@@ -40,25 +204,26 @@ def seal_intact(header: str, summary: str, seal: str) -> dict | None:
         return None
 
 
-def check_rows(runs: Iterable[tuple[str, str, str, str | None, list]], cache: Iterable[tuple[str, str, str, str | None]],
+def check_rows(runs: Iterable[tuple[str, str, str, str | None, Iterable]], cache: Iterable[tuple[str, str, str, str | None]],
                objects: Iterable[tuple[str, str, str, str | None]]) -> tuple[dict, list[str]]:
     """Verify a store from its rows: each run ``(id, header, summary, seal, case rows)`` against
-    its seal, each cache value ``(ns, key, value, checksum)`` and object ``(id, kind, record,
+    its seal (the case rows ``(idx, case_id, record)`` an iterable read once, in case order), each cache value ``(ns, key, value, checksum)`` and object ``(id, kind, record,
     checksum)`` against its checksum. Returns the counts and the problems, one line each."""
     problems: list[str] = []
     counts = {"runs": 0, "cases": 0, "cache": 0, "objects": 0, "unverified": 0}
     for run_id, header, summary, seal, rows in runs:
         counts["runs"] += 1
-        counts["cases"] += len(rows)
+        found = seal_of("", "", rows)  # one pass over the rows, however many
+        counts["cases"] += found["cases"]
         if seal is None:
             counts["unverified"] += 1
             continue
         data = seal_intact(header, summary, seal)
         if data is None:
             problems.append(f"run {run_id}: its header or summary does not match its seal")
-        elif len(rows) != data["cases"]:
-            problems.append(f"run {run_id}: {len(rows)} case records, {data['cases']} stored")
-        elif seal_of("", "", rows)["digest"] != data["digest"]:
+        elif found["cases"] != data["cases"]:
+            problems.append(f"run {run_id}: {found['cases']} case records, {data['cases']} stored")
+        elif found["digest"] != data["digest"]:
             problems.append(f"run {run_id}: its case records do not match its seal")
     for ns, key, value, stored in cache:
         counts["cache"] += 1

@@ -1,6 +1,8 @@
 """The embedded default store: one SQLite database in ``.oloproof/`` of the project.
 
-Runs are written in one transaction and never updated (immutable); the caches and the
+A run is streamed in: ``begin_run`` registers its writer, each ``add`` commits a chunk of case
+rows that no reader sees, and ``finish`` writes the run row (with its seal) that makes them
+visible at once; a finished run is never updated (immutable). The caches and the
 content-addressed objects (comparisons, diagnoses) live beside them. WAL mode and a busy timeout
 let two runs in one project write without corrupting each other. Every run carries a seal (the
 count and digest of its case records, and a digest of its header and summary) that every read
@@ -21,9 +23,19 @@ from pathlib import Path
 
 from attrs import frozen
 
-from oloproof import ConfigError, OloproofError, hookimpl
+from oloproof import (
+    ConfigError,
+    OloproofError,
+    RunWriter,
+    hookimpl,
+    process_gone,
+    row_checksum,
+    sealed_records,
+    this_process,
+    write_run,
+)
 
-from .integrity import check_store, checksum, seal_of
+from .integrity import check_store, checksum
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, created REAL, header TEXT, summary TEXT);
@@ -31,9 +43,11 @@ CREATE TABLE IF NOT EXISTS run_cases (run_id TEXT, idx INTEGER, case_id TEXT, re
                                       PRIMARY KEY (run_id, idx));
 CREATE TABLE IF NOT EXISTS cache (ns TEXT, key TEXT, value TEXT, PRIMARY KEY (ns, key));
 CREATE TABLE IF NOT EXISTS objects (id TEXT PRIMARY KEY, kind TEXT, created REAL, record TEXT);
+CREATE TABLE IF NOT EXISTS writers (run_id TEXT PRIMARY KEY, started REAL, host TEXT, pid INTEGER);
+CREATE INDEX IF NOT EXISTS run_cases_case ON run_cases (run_id, case_id);
 """
 # integrity columns, added to a store made before they existed (their rows stay unverified)
-COLUMNS = {"runs": "seal", "cache": "checksum", "objects": "checksum"}
+COLUMNS = {"runs": "seal", "run_cases": "checksum", "cache": "checksum", "objects": "checksum"}
 CHUNK = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
 CHECK = "run `oloproof store check`"
 
@@ -58,7 +72,9 @@ class LocalStore:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._batch = 0
-        self.seal, self.cache_sum, self.object_sum = "seal", "checksum", "checksum"  # or NULL: not there
+        # integrity columns, or NULL where a store opened read-only was made before them
+        self.seal, self.case_sum, self.cache_sum, self.object_sum = "seal", "checksum", "checksum", "checksum"
+        self.writers = True  # the writers table is there (a store made before it, opened read-only: not)
 
     @property
     def shown(self) -> str:
@@ -119,8 +135,9 @@ class LocalStore:
             db.close()
             return self._open_read_only_empty()
         # a store made before the integrity columns (and not written since) reads as unverified
-        self.seal, self.cache_sum, self.object_sum = (
+        self.seal, self.case_sum, self.cache_sum, self.object_sum = (
             column if column in present[table] else "NULL" for table, column in COLUMNS.items())
+        self.writers = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'writers'").fetchone() is not None
         return db
 
     @staticmethod
@@ -232,16 +249,30 @@ class LocalStore:
 
     # -- runs --------------------------------------------------------------------------
 
-    def save_run(self, header: dict, cases: Iterable[dict], summary: dict) -> None:
-        """Write a whole run at once: either all of it is stored or none of it."""
-        # key order kept: judgments stay in the suite's evaluator order
-        rows = [(header["id"], i, c["id"], json.dumps(c, ensure_ascii=False)) for i, c in enumerate(cases)]
-        header_text, summary_text = json.dumps(header), json.dumps(summary)
-        seal = seal_of(header_text, summary_text, [(i, case_id, record) for _, i, case_id, record in rows])
+    def begin_run(self, run_id: str) -> LocalWriter:
+        """A writer for a new run (``add``, ``finish``, ``abort``); first the rows of runs whose
+        process ended before it finished them are removed."""
+        host, pid = this_process()
         with self._guard(), self._lock, self._write():
-            self.db.execute("INSERT INTO runs (id, created, header, summary, seal) VALUES (?, ?, ?, ?, ?)",
-                            (header["id"], time.time(), header_text, summary_text, json.dumps(seal)))
-            self.db.executemany("INSERT INTO run_cases (run_id, idx, case_id, record) VALUES (?, ?, ?, ?)", rows)
+            if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
+                raise OloproofError(f"run {run_id} is stored already", where=self.shown, fix="give the run a new id")
+            for other, host, pid in self.db.execute("SELECT run_id, host, pid FROM writers").fetchall():
+                if process_gone(host, pid):
+                    self._remove_unfinished(other)
+            self.db.execute("INSERT INTO writers (run_id, started, host, pid) VALUES (?, ?, ?, ?)",
+                            (run_id, time.time(), host, pid))
+        return LocalWriter(self, run_id)
+
+    def _remove_unfinished(self, run_id: str) -> None:
+        """Delete the case rows and the writer of a run that was never finished."""
+        self.db.execute("DELETE FROM run_cases WHERE run_id = ? AND NOT EXISTS (SELECT 1 FROM runs WHERE id = ?)",
+                        (run_id, run_id))
+        self.db.execute("DELETE FROM writers WHERE run_id = ?", (run_id,))
+
+    def save_run(self, header: dict, cases: Iterable[dict], summary: dict) -> None:
+        """Write a whole run (``cases`` any iterable, read once): it is stored whole, or its rows
+        are removed again and no reader ever sees them."""
+        write_run(self.begin_run(header["id"]), header, cases, summary)
 
     def resolve_run(self, prefix: str) -> str:
         """The one run id that starts with ``prefix`` (``run_`` may be left out); ``latest`` is the
@@ -284,21 +315,46 @@ class LocalStore:
         self._seal(run_id, *row)
         return json.loads(row[0]), json.loads(row[1])
 
-    def run_cases(self, run_id: str) -> Iterator[dict]:
-        """The run's case records in case order, after checking them against the run's seal."""
+    def _head(self, run_id: str) -> dict | None:
+        """The finished run's seal (None: stored before seals), or ConfigError for no such run."""
         with self._guard(), self._lock:
             head = self.db.execute(f"SELECT header, summary, {self.seal} FROM runs WHERE id = ?", (run_id,)).fetchone()
-            rows = self.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? ORDER BY idx",
-                                   (run_id,)).fetchall()
-        seal = self._seal(run_id, *head) if head is not None else None
-        if seal is not None and seal_of("", "", rows)["digest"] != seal["digest"] or \
-                seal is not None and len(rows) != seal["cases"]:
-            problem = f"{len(rows)} of its {seal['cases']} case records" if len(rows) != seal["cases"] else \
-                "its case records"
-            raise OloproofError(f"run {run_id} is damaged: {problem} do not match what was stored",
-                                where=self.shown, fix=f"{CHECK} to see everything damaged; run the suite again")
-        for _, _, record in rows:
-            yield json.loads(record)
+        if head is None:
+            raise ConfigError(f"no run {run_id}", fix="list the runs with `oloproof runs`")
+        return self._seal(run_id, *head)
+
+    def run_cases(self, run_id: str) -> Iterator[dict]:
+        """The run's case records in case order, read in pages after checking every row against
+        the run's seal (storage.sealed_records): memory stays one page whatever the run's size."""
+        seal = self._head(run_id)
+
+        def page(after: int, size: int) -> list:
+            with self._guard(), self._lock:
+                return self.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? AND idx > ? "
+                                       "ORDER BY idx LIMIT ?", (run_id, after, size)).fetchall()
+
+        return sealed_records(page, seal, lambda problem: self._damaged_run(run_id, problem))
+
+    def _damaged_run(self, run_id: str, problem: str) -> OloproofError:
+        return OloproofError(f"run {run_id} is damaged: {problem} do not match what was stored",
+                             where=self.shown, fix=f"{CHECK} to see everything damaged; run the suite again")
+
+    def run_case(self, run_id: str, case_id: str) -> dict | None:
+        """One case record of a finished run by its case id (None when the run has no such case),
+        checked against its row's checksum; a row stored before row checksums is checked with its
+        whole run."""
+        self._head(run_id)
+        with self._guard(), self._lock:
+            row = self.db.execute(f"SELECT idx, record, {self.case_sum} FROM run_cases WHERE run_id = ? AND case_id = ? "
+                                  "ORDER BY idx LIMIT 1", (run_id, case_id)).fetchone()
+        if row is None:
+            return None
+        idx, record, stored = row
+        if stored is None:
+            return next((r for r in self.run_cases(run_id) if r["id"] == case_id), None)
+        if stored != row_checksum(idx, case_id, record):
+            raise self._damaged_run(run_id, f"case {case_id}'s record does")
+        return json.loads(record)
 
     def list_runs(self) -> list[dict]:
         with self._guard(), self._lock:
@@ -348,6 +404,33 @@ class LocalStore:
     def check(self) -> dict:
         """Verify everything stored (integrity.check_store): the counts, and one line a problem."""
         return check_store(self)
+
+
+class LocalWriter(RunWriter):
+    """A run being written to the local store (``LocalStore.begin_run``): each ``add`` one
+    transaction of its own (or a part of the open batch)."""
+
+    def __init__(self, store: LocalStore, run_id: str):
+        super().__init__(run_id)
+        self.store = store
+
+    def _insert(self, rows: list) -> None:
+        store = self.store
+        with store._guard(), store._lock, store._write():
+            store.db.executemany("INSERT INTO run_cases (run_id, idx, case_id, record, checksum) VALUES (?, ?, ?, ?, ?)",
+                                 [(self.run_id, *row) for row in rows])
+
+    def _finish(self, header: str, summary: str, seal: str) -> None:
+        store = self.store
+        with store._guard(), store._lock, store._write():
+            store.db.execute("INSERT INTO runs (id, created, header, summary, seal) VALUES (?, ?, ?, ?, ?)",
+                             (self.run_id, time.time(), header, summary, seal))
+            store.db.execute("DELETE FROM writers WHERE run_id = ?", (self.run_id,))
+
+    def _remove(self) -> None:
+        store = self.store
+        with store._guard(), store._lock, store._write():
+            store._remove_unfinished(self.run_id)
 
 
 @hookimpl

@@ -1,32 +1,57 @@
-"""The local store's integrity: the seal of a run, the checksum of a value, and the check of the
-whole store that ``oloproof store check`` prints."""
+"""The local store's integrity: the check of the whole store that ``oloproof store check``
+prints, with the runs that were begun and never finished."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from oloproof import check_rows, checksum, seal_of
+from oloproof import PAGE, check_rows, checksum, process_gone
 
-__all__ = ["check_store", "checksum", "seal_of"]
+__all__ = ["check_store", "checksum"]
 
 
 def check_store(store: Any) -> dict:
-    """Verify everything stored: SQLite's own integrity check, then every run against its seal and
-    every cache value and object against its checksum (the shared ``check_rows``). Returns the
-    counts and the problems (one line each), and what was stored before seals existed and so could
-    not be checked."""
+    """Verify everything stored: SQLite's own integrity check, then every run against its seal
+    (its case rows read a page at a time) and every cache value and object against its checksum
+    (the shared ``check_rows``). Returns the counts and the problems (one line each), what was
+    stored before seals existed and so could not be checked, and the unfinished runs: case rows
+    of a run begun and never finished, which no reader sees (not damage)."""
     with store._guard(), store._lock:
         verdict = [r[0] for r in store.db.execute("PRAGMA integrity_check").fetchall()]
         problems = [f"database: {line}" for line in verdict[:10]] if verdict != ["ok"] else []
 
+        def rows(run_id: str):
+            after = -1
+            while True:
+                page = store.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? AND idx > ? "
+                                        "ORDER BY idx LIMIT ?", (run_id, after, PAGE)).fetchall()
+                yield from page
+                if len(page) < PAGE:
+                    return
+                after = page[-1][0]
+
         def runs():
             for run_id, header, summary, seal in store.db.execute(
                     f"SELECT id, header, summary, {store.seal} FROM runs ORDER BY id").fetchall():
-                rows = store.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? ORDER BY idx",
-                                        (run_id,)).fetchall()
-                yield run_id, header, summary, seal, rows
+                yield run_id, header, summary, seal, rows(run_id)
 
         counts, found = check_rows(
-            runs(), store.db.execute(f"SELECT ns, key, value, {store.cache_sum} FROM cache").fetchall(),
-            store.db.execute(f"SELECT id, kind, record, {store.object_sum} FROM objects").fetchall())
-    return {"store": store.shown, "counts": counts, "problems": problems + found}
+            runs(), store.db.execute(f"SELECT ns, key, value, {store.cache_sum} FROM cache"),
+            store.db.execute(f"SELECT id, kind, record, {store.object_sum} FROM objects"))
+        unfinished, orphans = unfinished_runs(store)
+    counts["unfinished"] = len(unfinished)
+    found += [f"run {run_id}: case records without their run" for run_id in orphans]
+    return {"store": store.shown, "counts": counts, "problems": problems + found, "unfinished": unfinished}
+
+
+def unfinished_runs(store: Any) -> tuple[list[dict], list[str]]:
+    """Every run begun and not finished (its case rows, when its writer began it, and whether its
+    process may still finish it: ``writing``; else the next run begun in the store removes it),
+    and the ids of case rows with neither a run nor a writer (damage: a writer registers first)."""
+    begun = store.db.execute("SELECT run_id, started, host, pid FROM writers WHERE run_id NOT IN (SELECT id FROM runs) "
+                             "ORDER BY run_id").fetchall() if store.writers else []
+    rows = dict(store.db.execute("SELECT run_id, COUNT(*) FROM run_cases WHERE run_id NOT IN (SELECT id FROM runs) "
+                                 "GROUP BY run_id").fetchall())
+    unfinished = [{"run": run_id, "cases": rows.pop(run_id, 0), "started": started,
+                   "writing": not process_gone(host, pid)} for run_id, started, host, pid in begun]
+    return unfinished, sorted(rows)
