@@ -1,7 +1,8 @@
 """The ``postgres`` store: runs, caches and objects in a PostgreSQL database a team shares.
 
 ``store: {type: postgres, dsn: "${OLOPROOF_DSN}"}``. The same contract as the local store
-(``oloproof.testing.StoreContract``): a run is written in one transaction, whole or not at all;
+(``oloproof.testing.StoreContract``): a run is streamed in (``begin_run``: chunks of case rows no
+reader sees, made visible at once by the run row ``finish`` writes), whole or not at all;
 several writers at once (CI jobs on several machines) upsert caches and add runs and objects
 without locking each other out; every run carries a seal and every value a checksum. The tables
 are versioned and made by ``oloproof store init`` / ``migrate``, never by a run. The dsn's
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import json
 import threading
 import time
@@ -20,7 +22,19 @@ from pathlib import Path
 
 from attrs import frozen
 
-from oloproof import ConfigError, OloproofError, check_rows, checksum, hookimpl, seal_intact, seal_of
+from oloproof import (
+    ConfigError,
+    OloproofError,
+    RunWriter,
+    check_rows,
+    checksum,
+    hookimpl,
+    row_checksum,
+    seal_intact,
+    sealed_records,
+    this_process,
+    write_run,
+)
 
 from . import connection, schema
 
@@ -227,22 +241,47 @@ class PostgresStore:
 
     # -- runs --------------------------------------------------------------------------
 
+    def begin_run(self, run_id: str) -> PostgresWriter:
+        """A writer for a new run (``add``, ``finish``, ``abort``). It holds an advisory lock on a
+        connection of its own while the run is written: the server releases it when the process
+        dies, which is how ``check`` and the next ``begin_run`` tell an abandoned run from one still
+        being written (the next ``begin_run`` removes the abandoned ones' rows)."""
+        host, pid = this_process()
+        lock = self._connect()
+        try:
+            with self._guard():
+                lock.execute("SELECT pg_advisory_lock(%s)", (self._lock_key(run_id),))
+
+            def work(conn) -> None:
+                if conn.execute(f"SELECT 1 FROM {self.schema}.runs WHERE id = %s", (run_id,)).fetchone():
+                    raise OloproofError(f"run {run_id} is stored already", where=self.shown, fix="give the run a new id")
+                for other, in conn.execute(f"SELECT run_id FROM {self.schema}.writers ORDER BY run_id").fetchall():
+                    if conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (self._lock_key(other),)).fetchone()[0]:
+                        self._remove_unfinished(conn, other)
+                conn.execute(f"INSERT INTO {self.schema}.writers (run_id, started, host, pid) VALUES (%s, %s, %s, %s)",
+                             (run_id, time.time(), host, pid))
+
+            self._write(work)
+        except BaseException:
+            lock.close()
+            raise
+        return PostgresWriter(self, run_id, lock)
+
+    def _lock_key(self, run_id: str) -> int:
+        """The advisory lock of a run being written (a signed 64-bit key, per schema and run)."""
+        digest = hashlib.sha256(f"oloproof {self.options.schema} {run_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
+
+    def _remove_unfinished(self, conn, run_id: str) -> None:
+        """Delete the case rows and the writer of a run that was never finished."""
+        conn.execute(f"DELETE FROM {self.schema}.run_cases WHERE run_id = %s "
+                     f"AND NOT EXISTS (SELECT 1 FROM {self.schema}.runs WHERE id = %s)", (run_id, run_id))
+        conn.execute(f"DELETE FROM {self.schema}.writers WHERE run_id = %s", (run_id,))
+
     def save_run(self, header: dict, cases: Iterable[dict], summary: dict) -> None:
-        """Write a whole run in one transaction: either all of it is stored or none of it."""
-        rows = [(header["id"], i, c["id"], json.dumps(c, ensure_ascii=False)) for i, c in enumerate(cases)]
-        header_text, summary_text = json.dumps(header), json.dumps(summary)
-        seal = json.dumps(seal_of(header_text, summary_text, [row[1:] for row in rows]))
-
-        def work(conn) -> None:
-            conn.execute(f"INSERT INTO {self.schema}.runs (id, created, parent, header, summary, seal) "
-                         "VALUES (%s, %s, %s, %s, %s, %s)",
-                         (header["id"], time.time(), header.get("parent") or None, header_text, summary_text, seal))
-            into = f"COPY {self.schema}.run_cases (run_id, idx, case_id, record) FROM STDIN"
-            with conn.cursor() as cur, cur.copy(into) as copy:
-                for row in rows:
-                    copy.write_row(row)
-
-        self._write(work)
+        """Write a whole run (``cases`` any iterable, read once): it is stored whole, or its rows
+        are removed again and no reader ever sees them."""
+        write_run(self.begin_run(header["id"]), header, cases, summary)
 
     def resolve_run(self, prefix: str) -> str:
         """The one run id that starts with ``prefix`` (``run_`` may be left out); ``latest`` is the
@@ -283,21 +322,46 @@ class PostgresStore:
         self._seal(run_id, *row)
         return json.loads(row[0]), json.loads(row[1])
 
-    def run_cases(self, run_id: str) -> Iterator[dict]:
-        """The run's case records in case order, after checking them against the run's seal."""
+    def _head(self, run_id: str) -> dict:
+        """The finished run's seal, or ConfigError for no such run."""
         with self._conn() as conn, self._guard():
             head = conn.execute(f"SELECT header, summary, seal FROM {self.schema}.runs WHERE id = %s", (run_id,)).fetchone()
-            rows = conn.execute(f"SELECT idx, case_id, record FROM {self.schema}.run_cases WHERE run_id = %s ORDER BY idx",
-                                (run_id,)).fetchall()
-        if head is not None:
-            seal = self._seal(run_id, *head)
-            if len(rows) != seal["cases"] or seal_of("", "", rows)["digest"] != seal["digest"]:
-                problem = f"{len(rows)} of its {seal['cases']} case records" if len(rows) != seal["cases"] else \
-                    "its case records"
-                raise OloproofError(f"run {run_id} is damaged: {problem} do not match what was stored", where=self.shown,
-                                    fix="run `oloproof store check` to see everything damaged; run the suite again")
-        for _, _, record in rows:
-            yield json.loads(record)
+        if head is None:
+            raise ConfigError(f"no run {run_id}", fix="list the runs with `oloproof runs`")
+        return self._seal(run_id, *head)
+
+    def run_cases(self, run_id: str) -> Iterator[dict]:
+        """The run's case records in case order, read in pages after checking every row against
+        the run's seal (storage.sealed_records): memory stays one page whatever the run's size."""
+        seal = self._head(run_id)
+
+        def page(after: int, size: int) -> list:
+            with self._conn() as conn, self._guard():
+                return conn.execute(f"SELECT idx, case_id, record FROM {self.schema}.run_cases WHERE run_id = %s "
+                                    "AND idx > %s ORDER BY idx LIMIT %s", (run_id, after, size)).fetchall()
+
+        return sealed_records(page, seal, lambda problem: self._damaged_run(run_id, problem))
+
+    def _damaged_run(self, run_id: str, problem: str) -> OloproofError:
+        return OloproofError(f"run {run_id} is damaged: {problem} do not match what was stored", where=self.shown,
+                             fix="run `oloproof store check` to see everything damaged; run the suite again")
+
+    def run_case(self, run_id: str, case_id: str) -> dict | None:
+        """One case record of a finished run by its case id (None when the run has no such case),
+        checked against its row's checksum; a row stored before row checksums is checked with its
+        whole run."""
+        self._head(run_id)
+        with self._conn() as conn, self._guard():
+            row = conn.execute(f"SELECT idx, record, checksum FROM {self.schema}.run_cases WHERE run_id = %s "
+                               "AND case_id = %s ORDER BY idx LIMIT 1", (run_id, case_id)).fetchone()
+        if row is None:
+            return None
+        idx, record, stored = row
+        if stored is None:
+            return next((r for r in self.run_cases(run_id) if r["id"] == case_id), None)
+        if stored != row_checksum(idx, case_id, record):
+            raise self._damaged_run(run_id, f"case {case_id}'s record does")
+        return json.loads(record)
 
     def list_runs(self) -> list[dict]:
         with self._conn() as conn, self._guard():
@@ -345,8 +409,9 @@ class PostgresStore:
     # -- the whole store -----------------------------------------------------------------
 
     def check(self) -> dict:
-        """Verify everything stored, in one snapshot, streamed: the counts, and one line a problem."""
-        orphans: set[str] = set()
+        """Verify everything stored, in one snapshot, streamed: the counts, one line a problem, and
+        the runs begun and not finished (not damage: ``writing`` when their writer's process still
+        holds its lock, else removed by the next run begun in the store)."""
         with self._conn() as conn, self._guard(), contextlib.ExitStack() as cursors:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
@@ -355,27 +420,80 @@ class PostgresStore:
                 cursor.execute(query)
                 return cursor
 
-            def runs():
-                cases = rows("cases", f"SELECT run_id, idx, case_id, record FROM {self.schema}.run_cases ORDER BY run_id, idx")
-                pending = next(cases, None)
-                for run_id, header, summary, seal in rows("runs", f"SELECT id, header, summary, seal FROM {self.schema}.runs "
-                                                                  "ORDER BY id"):
-                    found = []
-                    while pending is not None and pending[0] <= run_id:  # "C" order is code point order
-                        if pending[0] < run_id:
-                            orphans.add(pending[0])
-                        else:
-                            found.append(pending[1:])
-                        pending = next(cases, None)
-                    yield run_id, header, summary, seal, found
-                while pending is not None:
-                    orphans.add(pending[0])
-                    pending = next(cases, None)
+            s = self.schema
+            unfinished = [{"run": run_id, "cases": int(cases), "started": started, "writing": not free}
+                          for run_id, started, cases, free in conn.execute(
+                              f"SELECT w.run_id, w.started, (SELECT COUNT(*) FROM {s}.run_cases c WHERE c.run_id = w.run_id) "
+                              f"FROM {s}.writers w WHERE NOT EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = w.run_id) "
+                              "ORDER BY w.run_id").fetchall()
+                          for free in [self._writer_gone(conn, run_id)]]
+            orphans = [r[0] for r in conn.execute(
+                f"SELECT DISTINCT run_id FROM {s}.run_cases c WHERE NOT EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = c.run_id) "
+                f"AND NOT EXISTS (SELECT 1 FROM {s}.writers w WHERE w.run_id = c.run_id) ORDER BY run_id").fetchall()]
 
-            counts, problems = check_rows(runs(), rows("cache", f"SELECT ns, key, value, checksum FROM {self.schema}.cache"),
-                                          rows("objects", f"SELECT id, kind, record, checksum FROM {self.schema}.objects"))
-        problems += [f"run {run_id}: case records without their run" for run_id in sorted(orphans)]
-        return {"store": self.shown, "counts": counts, "problems": problems}
+            def runs():
+                # the case rows of finished runs, merged with the runs in id order ("C" collation:
+                # code point order on both sides); each run's rows streamed to check_rows
+                cases = rows("cases", f"SELECT run_id, idx, case_id, record FROM {s}.run_cases c "
+                                      f"WHERE EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = c.run_id) ORDER BY run_id, idx")
+                pending = [next(cases, None)]
+
+                def run_rows(run_id: str):
+                    while pending[0] is not None and pending[0][0] == run_id:
+                        yield pending[0][1:]
+                        pending[0] = next(cases, None)
+
+                for run_id, header, summary, seal in rows("runs", f"SELECT id, header, summary, seal FROM {s}.runs ORDER BY id"):
+                    yield run_id, header, summary, seal, run_rows(run_id)
+
+            counts, problems = check_rows(runs(), rows("cache", f"SELECT ns, key, value, checksum FROM {s}.cache"),
+                                          rows("objects", f"SELECT id, kind, record, checksum FROM {s}.objects"))
+        problems += [f"run {run_id}: case records without their run" for run_id in orphans]
+        counts["unfinished"] = len(unfinished)
+        return {"store": self.shown, "counts": counts, "problems": problems, "unfinished": unfinished}
+
+    def _writer_gone(self, conn, run_id: str) -> bool:
+        """Whether no process holds the run's writer lock (taken and released in this transaction)."""
+        return conn.execute("SELECT pg_try_advisory_xact_lock_shared(%s)", (self._lock_key(run_id),)).fetchone()[0]
+
+
+class PostgresWriter(RunWriter):
+    """A run being written to the postgres store (``PostgresStore.begin_run``): each ``add`` one
+    transaction of its own (COPY), or a part of the open batch; ``lock`` is the connection that
+    holds the run's writer lock until the run is finished or aborted."""
+
+    def __init__(self, store: PostgresStore, run_id: str, lock):
+        super().__init__(run_id)
+        self.store, self.lock = store, lock
+
+    def _insert(self, rows: list) -> None:
+        store = self.store
+        into = f"COPY {store.schema}.run_cases (run_id, idx, case_id, record, checksum) FROM STDIN"
+
+        def work(conn) -> None:
+            with conn.cursor() as cur, cur.copy(into) as copy:
+                for row in rows:
+                    copy.write_row((self.run_id, *row))
+
+        store._write(work)
+
+    def _finish(self, header: str, summary: str, seal: str) -> None:
+        store = self.store
+        parent = json.loads(header).get("parent") or None
+
+        def work(conn) -> None:
+            conn.execute(f"INSERT INTO {store.schema}.runs (id, created, parent, header, summary, seal) "
+                         "VALUES (%s, %s, %s, %s, %s, %s)", (self.run_id, time.time(), parent, header, summary, seal))
+            conn.execute(f"DELETE FROM {store.schema}.writers WHERE run_id = %s", (self.run_id,))
+
+        store._write(work)
+        self.lock.close()
+
+    def _remove(self) -> None:
+        try:
+            self.store._write(lambda conn: self.store._remove_unfinished(conn, self.run_id))
+        finally:
+            self.lock.close()
 
 
 def schema_ok(name: str) -> bool:

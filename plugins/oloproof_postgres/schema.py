@@ -26,6 +26,16 @@ MIGRATIONS = [
     CREATE INDEX objects_kind_seq ON {s}.objects (kind, seq);
     CREATE INDEX runs_latest ON {s}.runs (id) WHERE parent IS NULL;
     """,
+    # version 3: runs streamed in (begin_run / add / finish): case rows are written before their
+    # run row, each with its own checksum (run_case reads one alone, by case id), and each run
+    # being written registers its writer (oloproof store check reports the unfinished ones)
+    """
+    ALTER TABLE {s}.run_cases DROP CONSTRAINT IF EXISTS run_cases_run_id_fkey;
+    ALTER TABLE {s}.run_cases ADD COLUMN checksum TEXT;
+    CREATE INDEX run_cases_case ON {s}.run_cases (run_id, case_id);
+    CREATE TABLE {s}.writers (run_id TEXT COLLATE "C" PRIMARY KEY, started DOUBLE PRECISION NOT NULL,
+                              host TEXT NOT NULL, pid INTEGER NOT NULL);
+    """,
 ]
 VERSION = len(MIGRATIONS)
 UPGRADE = "upgrade oloproof on this machine (pip install -U 'oloproof[postgres]')"
