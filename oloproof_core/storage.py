@@ -207,8 +207,9 @@ def seal_intact(header: str, summary: str, seal: str) -> dict | None:
 def check_rows(runs: Iterable[tuple[str, str, str, str | None, Iterable]], cache: Iterable[tuple[str, str, str, str | None]],
                objects: Iterable[tuple[str, str, str, str | None]]) -> tuple[dict, list[str]]:
     """Verify a store from its rows: each run ``(id, header, summary, seal, case rows)`` against
-    its seal (the case rows ``(idx, case_id, record)`` an iterable read once, in case order), each cache value ``(ns, key, value, checksum)`` and object ``(id, kind, record,
-    checksum)`` against its checksum. Returns the counts and the problems, one line each."""
+    its seal (its case rows ``(idx, case_id, record)`` any iterable, read once in case order), each
+    cache value ``(ns, key, value, checksum)`` and object ``(id, kind, record, checksum)`` against
+    its checksum. Returns the counts and the problems, one line each."""
     problems: list[str] = []
     counts = {"runs": 0, "cases": 0, "cache": 0, "objects": 0, "unverified": 0}
     for run_id, header, summary, seal, rows in runs:

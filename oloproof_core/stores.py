@@ -14,7 +14,7 @@ from typing import Any
 
 from .config import structure
 from .errors import ConfigError, OloproofError
-from .storage import store_spec
+from .storage import store_spec, write_run
 
 ENV = "OLOPROOF_STORE"
 
@@ -54,10 +54,38 @@ def from_environment(plugins: Any, project_dir: Path) -> Any | None:
     return open_spec(plugins, project_dir, text, ENV) if text.strip() else None
 
 
+class BufferedWriter:
+    """``run_writer``'s writer for a store without ``begin_run``: the records are kept in memory
+    and written by the store's ``save_run`` at ``finish`` (a third-party store that has only
+    ``save_run`` keeps working; its runs are held whole, as before)."""
+
+    def __init__(self, store: Any, run_id: str):
+        self.store, self.run_id, self.records = store, run_id, []
+
+    def add(self, records: Any) -> None:
+        self.records.extend(records)
+
+    def finish(self, header: dict, summary: dict) -> None:
+        self.store.save_run(header, self.records, summary)
+        self.records = []
+
+    def abort(self) -> None:
+        self.records = []
+
+
+def run_writer(store: Any, run_id: str) -> Any:
+    """The writer of a new run in ``store``: ``add(records)`` in case order, then ``finish(header,
+    summary)``, or ``abort()`` on an error (docs/stores.md): the store's own ``begin_run`` when it
+    has one, else a ``BufferedWriter``."""
+    begin = getattr(store, "begin_run", None)
+    return begin(run_id) if begin is not None else BufferedWriter(store, run_id)
+
+
 def copy_runs(source: Any, target: Any) -> dict:
     """Copy every run and object of ``source`` that ``target`` lacks; what is there is skipped, so
-    copying twice copies nothing the second time. Each run is written whole, in id order (a
-    diagnosis's child runs before it), then the objects oldest first."""
+    copying twice copies nothing the second time. Each run is streamed in case order from one
+    store to the other (never held whole) and appears in the target when its last record is
+    there, in id order (a diagnosis's child runs before it), then the objects oldest first."""
     if identity(source) == identity(target):
         raise OloproofError("--from and --to name the same store", fix="name another store with --to")
     if not hasattr(source, "all_objects"):
@@ -70,7 +98,7 @@ def copy_runs(source: Any, target: Any) -> dict:
             counts["runs_there"] += 1
             continue
         stored, summary = source.get_run(run_id)
-        target.save_run(stored, list(source.run_cases(run_id)), summary)
+        write_run(run_writer(target, run_id), stored, source.run_cases(run_id), summary)
         counts["runs"] += 1
     present = {object_id for object_id, _, _ in target.all_objects()} if hasattr(target, "all_objects") else set()
     for object_id, kind, record in source.all_objects():

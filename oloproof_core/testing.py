@@ -19,6 +19,7 @@ docs/stores.md lists what each test checks.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -134,6 +135,139 @@ class StoreContract:
             store.put_object("diagnosis", "sha256:kitg1", {"a": 1})
         assert [h["id"] for h in store.list_runs()] == ["run_01KIT0000000000000000000G1"]
         assert store.list_objects("diagnosis") == [("sha256:kitg1", {"a": 1})]
+
+    # -- streaming runs: begin_run, add, finish, abort -------------------------------------
+
+    @staticmethod
+    def _begin(store: Any, run_id: str) -> Any:
+        if not hasattr(store, "begin_run"):
+            pytest.skip("the store has no begin_run(): its runs are written whole by save_run")
+        return store.begin_run(run_id)
+
+    def test_a_streamed_run_reads_back_as_written(self, open_store):
+        store = open_store()
+        records = case_records(50)
+        writer = self._begin(store, "run_01KIT0000000000000000000S1")
+        for start in range(0, 50, 7):
+            writer.add(records[start:start + 7])
+        writer.add([])
+        writer.finish(run_header("run_01KIT0000000000000000000S1", 50), SUMMARY)
+        for handle in (store, open_store()):
+            assert handle.get_run("run_01KIT0000000000000000000S1") == (run_header("run_01KIT0000000000000000000S1", 50),
+                                                                        SUMMARY)
+            assert list(handle.run_cases("run_01KIT0000000000000000000S1")) == records
+        if hasattr(store, "check"):
+            assert store.check()["problems"] == [], "the seal made while adding matches the rows"
+
+    def test_a_run_is_invisible_until_finished(self, open_store):
+        store, reader = open_store(), open_store()
+        writer = self._begin(store, "run_01KIT0000000000000000000S2")
+        writer.add(case_records(5))
+        for handle in (store, reader):
+            assert handle.list_runs() == []
+            with pytest.raises(ConfigError):
+                handle.resolve_run("latest")
+            with pytest.raises(ConfigError):
+                handle.get_run("run_01KIT0000000000000000000S2")
+            with pytest.raises(ConfigError):
+                list(handle.run_cases("run_01KIT0000000000000000000S2"))
+            if hasattr(handle, "run_case"):
+                with pytest.raises(ConfigError):
+                    handle.run_case("run_01KIT0000000000000000000S2", "c001")
+        writer.add(case_records(8)[5:])
+        writer.finish(run_header("run_01KIT0000000000000000000S2", 8), SUMMARY)
+        assert reader.resolve_run("latest") == "run_01KIT0000000000000000000S2", "visible at once when finished"
+        assert list(reader.run_cases("run_01KIT0000000000000000000S2")) == case_records(8)
+
+    def test_abort_leaves_nothing(self, open_store):
+        store = open_store()
+        writer = self._begin(store, "run_01KIT0000000000000000000S3")
+        writer.add(case_records(6, "aborted"))
+        writer.abort()
+        writer.abort()  # a second abort is harmless
+        assert store.list_runs() == []
+        if hasattr(store, "check"):
+            found = store.check()
+            assert found["problems"] == [] and found["counts"]["cases"] == 0 and found["counts"]["unfinished"] == 0
+        store.save_run(run_header("run_01KIT0000000000000000000S3", 2), case_records(2), SUMMARY)
+        assert list(open_store().run_cases("run_01KIT0000000000000000000S3")) == case_records(2), "no stray row"
+
+    def test_abort_after_a_failed_add(self, open_store):
+        store = open_store()
+        writer = self._begin(store, "run_01KIT0000000000000000000S4")
+        writer.add(case_records(3))
+        with pytest.raises(Exception):  # noqa: B017 - a record that cannot be stored: any error
+            writer.add([{"id": "c003", "output": {"not json": object()}}])
+        writer.abort()
+        assert store.list_runs() == []
+        if hasattr(store, "check"):
+            assert store.check()["counts"]["unfinished"] == 0
+
+    def test_a_long_run_streams_and_is_checked_before_any_record(self, open_store, tamper):
+        store = open_store()
+        count = 5000  # longer than a store reads at once
+
+        def records():  # save_run takes any iterable, read once
+            for i in range(count):
+                yield {"id": f"c{i:05d}", "output": {"answer": f"question {i}"}}
+
+        store.save_run(run_header("run_01KIT0000000000000000000S5", count), records(), SUMMARY)
+        back = open_store().run_cases("run_01KIT0000000000000000000S5")
+        assert [r["id"] for r in back] == [f"c{i:05d}" for i in range(count)]
+        tamper(store, "case", "run_01KIT0000000000000000000S5")
+        yielded = []
+        with pytest.raises(OloproofError, match="damaged"):
+            for record in open_store().run_cases("run_01KIT0000000000000000000S5"):
+                yielded.append(record)
+        assert yielded == [], "not one record of a run whose rows do not match its seal"
+
+    def test_one_case_by_id(self, store):
+        if not hasattr(store, "run_case"):
+            pytest.skip("the store has no run_case(): readers scan run_cases")
+        records = case_records(5)
+        store.save_run(run_header("run_01KIT0000000000000000000S6", 5), records, SUMMARY)
+        assert store.run_case("run_01KIT0000000000000000000S6", "c003") == records[3]
+        assert store.run_case("run_01KIT0000000000000000000S6", "c999") is None
+        with pytest.raises(ConfigError):
+            store.run_case("run_01KIT0000000000000000000S9", "c003")
+
+    def test_a_damaged_case_is_an_error_in_run_case(self, store, tamper):
+        if not hasattr(store, "run_case"):
+            pytest.skip("the store has no run_case()")
+        store.save_run(run_header("run_01KIT0000000000000000000S7", 3), case_records(3), SUMMARY)
+        tamper(store, "case", "run_01KIT0000000000000000000S7")
+        with pytest.raises(OloproofError, match="damaged"):
+            store.run_case("run_01KIT0000000000000000000S7", "c001")
+
+    def test_check_reports_unfinished_runs_and_the_next_run_removes_the_abandoned(self, open_store):
+        store = open_store()
+        if not hasattr(store, "check") or not hasattr(os, "fork"):
+            pytest.skip("the store has no check(), or this system cannot fork")
+        live = self._begin(store, "run_01KIT0000000000000000000U1")
+        live.add(case_records(3))
+        child = os.fork()
+        if child == 0:  # a process that dies between begin_run and finish
+            try:
+                dying = open_store().begin_run("run_01KIT0000000000000000000U2")
+                dying.add(case_records(4))
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
+        reader = open_store()
+        if hasattr(reader, "read_only"):
+            reader.read_only = True  # as `oloproof store check` opens it
+        found = reader.check()
+        assert found["problems"] == [], "unfinished rows are not damage"
+        assert found["counts"]["runs"] == 0 and found["counts"]["cases"] == 0 and found["counts"]["unfinished"] == 2
+        assert [(u["run"], u["cases"], u["writing"]) for u in found["unfinished"]] == [
+            ("run_01KIT0000000000000000000U1", 3, True), ("run_01KIT0000000000000000000U2", 4, False)], found
+        assert all(isinstance(u["started"], float) for u in found["unfinished"])
+        self._begin(open_store(), "run_01KIT0000000000000000000U3").abort()
+        assert [u["run"] for u in store.check()["unfinished"]] == ["run_01KIT0000000000000000000U1"], \
+            "the next run removed the abandoned one's rows, and left the one still being written"
+        live.finish(run_header("run_01KIT0000000000000000000U1", 3), SUMMARY)
+        found = store.check()
+        assert found["counts"]["unfinished"] == 0 and found["counts"]["cases"] == 3 and found["problems"] == []
 
     # -- caches --------------------------------------------------------------------------
 

@@ -74,7 +74,7 @@ class Careless(LocalStore):
         self.db.execute("INSERT INTO runs (id, created, header, summary) VALUES (?, 0, ?, ?)",
                         (header["id"], __import__("json").dumps(header), __import__("json").dumps(summary)))
         for i, c in enumerate(cases):
-            self.db.execute("INSERT INTO run_cases VALUES (?, ?, ?, ?)",
+            self.db.execute("INSERT INTO run_cases (run_id, idx, case_id, record) VALUES (?, ?, ?, ?)",
                             (header["id"], i, c["id"], __import__("json").dumps(c)))
 
     def resolve_run(self, prefix):

@@ -256,8 +256,8 @@ class LocalStore:
         with self._guard(), self._lock, self._write():
             if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
                 raise OloproofError(f"run {run_id} is stored already", where=self.shown, fix="give the run a new id")
-            for other, host, pid in self.db.execute("SELECT run_id, host, pid FROM writers").fetchall():
-                if process_gone(host, pid):
+            for other, other_host, other_pid in self.db.execute("SELECT run_id, host, pid FROM writers").fetchall():
+                if process_gone(other_host, other_pid):
                     self._remove_unfinished(other)
             self.db.execute("INSERT INTO writers (run_id, started, host, pid) VALUES (?, ?, ?, ?)",
                             (run_id, time.time(), host, pid))

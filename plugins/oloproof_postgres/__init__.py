@@ -421,12 +421,11 @@ class PostgresStore:
                 return cursor
 
             s = self.schema
-            unfinished = [{"run": run_id, "cases": int(cases), "started": started, "writing": not free}
-                          for run_id, started, cases, free in conn.execute(
-                              f"SELECT w.run_id, w.started, (SELECT COUNT(*) FROM {s}.run_cases c WHERE c.run_id = w.run_id) "
-                              f"FROM {s}.writers w WHERE NOT EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = w.run_id) "
-                              "ORDER BY w.run_id").fetchall()
-                          for free in [self._writer_gone(conn, run_id)]]
+            begun = conn.execute(
+                f"SELECT w.run_id, w.started, (SELECT COUNT(*) FROM {s}.run_cases c WHERE c.run_id = w.run_id) "
+                f"FROM {s}.writers w WHERE NOT EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = w.run_id) ORDER BY w.run_id").fetchall()
+            unfinished = [{"run": run_id, "cases": int(cases), "started": started, "writing": not self._writer_gone(conn, run_id)}
+                          for run_id, started, cases in begun]
             orphans = [r[0] for r in conn.execute(
                 f"SELECT DISTINCT run_id FROM {s}.run_cases c WHERE NOT EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = c.run_id) "
                 f"AND NOT EXISTS (SELECT 1 FROM {s}.writers w WHERE w.run_id = c.run_id) ORDER BY run_id").fetchall()]
