@@ -195,6 +195,27 @@ def sealed_records(page: Callable[[int, int], list], seal: dict | None, damaged:
         yield json.loads(record)
 
 
+def damaged_run(run_id: str, problem: str, where: str) -> OloproofError:
+    """The error of a run whose case rows do not match its seal (``problem`` says which rows)."""
+    return OloproofError(f"run {run_id} is damaged: {problem} do not match what was stored", where=where,
+                         fix=f"{CHECK} to see everything damaged; run the suite again")
+
+
+def checked_case(run_id: str, case_id: str, row: tuple | None, whole_run: Callable[[], Iterator[dict]],
+                 where: str) -> dict | None:
+    """``run_case``'s answer from the row ``(idx, record, row checksum)`` a store found by case id
+    (None: the run has no such case): the record once its checksum matches; a row stored before
+    row checksums is checked with its whole run (``whole_run()``, the store's ``run_cases``)."""
+    if row is None:
+        return None
+    idx, record, stored = row
+    if stored is None:
+        return next((r for r in whole_run() if r["id"] == case_id), None)
+    if stored != row_checksum(idx, case_id, record):
+        raise damaged_run(run_id, f"case {case_id}'s record does", where)
+    return json.loads(record)
+
+
 def seal_intact(header: str, summary: str, seal: str) -> dict | None:
     """The run's seal if its header and summary match it, else None."""
     try:

@@ -27,9 +27,10 @@ from oloproof import (
     ConfigError,
     OloproofError,
     RunWriter,
+    checked_case,
+    damaged_run,
     hookimpl,
     process_gone,
-    row_checksum,
     sealed_records,
     this_process,
     write_run,
@@ -307,54 +308,39 @@ class LocalStore:
             raise self._damaged(f"run {run_id}")
         return data
 
-    def get_run(self, run_id: str) -> tuple[dict, dict]:
-        with self._guard(), self._lock:
-            row = self.db.execute(f"SELECT header, summary, {self.seal} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
-            raise ConfigError(f"no run {run_id}", fix="list the runs with `oloproof runs`")
-        self._seal(run_id, *row)
-        return json.loads(row[0]), json.loads(row[1])
-
-    def _head(self, run_id: str) -> dict | None:
-        """The finished run's seal (None: stored before seals), or ConfigError for no such run."""
+    def _head(self, run_id: str) -> tuple[str, str, dict | None]:
+        """A finished run's header and summary (as stored) and its seal (None: stored before
+        seals), checked; ConfigError for no such run (or one not finished)."""
         with self._guard(), self._lock:
             head = self.db.execute(f"SELECT header, summary, {self.seal} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if head is None:
             raise ConfigError(f"no run {run_id}", fix="list the runs with `oloproof runs`")
-        return self._seal(run_id, *head)
+        return head[0], head[1], self._seal(run_id, *head)
+
+    def get_run(self, run_id: str) -> tuple[dict, dict]:
+        header, summary, _ = self._head(run_id)
+        return json.loads(header), json.loads(summary)
 
     def run_cases(self, run_id: str) -> Iterator[dict]:
         """The run's case records in case order, read in pages after checking every row against
         the run's seal (storage.sealed_records): memory stays one page whatever the run's size."""
-        seal = self._head(run_id)
+        seal = self._head(run_id)[2]
 
         def page(after: int, size: int) -> list:
             with self._guard(), self._lock:
                 return self.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? AND idx > ? "
                                        "ORDER BY idx LIMIT ?", (run_id, after, size)).fetchall()
 
-        return sealed_records(page, seal, lambda problem: self._damaged_run(run_id, problem))
-
-    def _damaged_run(self, run_id: str, problem: str) -> OloproofError:
-        return OloproofError(f"run {run_id} is damaged: {problem} do not match what was stored",
-                             where=self.shown, fix=f"{CHECK} to see everything damaged; run the suite again")
+        return sealed_records(page, seal, lambda problem: damaged_run(run_id, problem, self.shown))
 
     def run_case(self, run_id: str, case_id: str) -> dict | None:
         """One case record of a finished run by its case id (None when the run has no such case),
-        checked against its row's checksum; a row stored before row checksums is checked with its
-        whole run."""
+        checked against its row's checksum (storage.checked_case)."""
         self._head(run_id)
         with self._guard(), self._lock:
             row = self.db.execute(f"SELECT idx, record, {self.case_sum} FROM run_cases WHERE run_id = ? AND case_id = ? "
                                   "ORDER BY idx LIMIT 1", (run_id, case_id)).fetchone()
-        if row is None:
-            return None
-        idx, record, stored = row
-        if stored is None:
-            return next((r for r in self.run_cases(run_id) if r["id"] == case_id), None)
-        if stored != row_checksum(idx, case_id, record):
-            raise self._damaged_run(run_id, f"case {case_id}'s record does")
-        return json.loads(record)
+        return checked_case(run_id, case_id, row, lambda: self.run_cases(run_id), self.shown)
 
     def list_runs(self) -> list[dict]:
         with self._guard(), self._lock:

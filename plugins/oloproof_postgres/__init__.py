@@ -27,9 +27,10 @@ from oloproof import (
     OloproofError,
     RunWriter,
     check_rows,
+    checked_case,
     checksum,
+    damaged_run,
     hookimpl,
-    row_checksum,
     seal_intact,
     sealed_records,
     this_process,
@@ -336,32 +337,22 @@ class PostgresStore:
         seal = self._head(run_id)
 
         def page(after: int, size: int) -> list:
+            # a range of idx (a run's are 0, 1, 2, ...), not LIMIT: with LIMIT and the statistics of
+            # a table that just grew, the planner may sort all the rest of the run for every page
             with self._conn() as conn, self._guard():
                 return conn.execute(f"SELECT idx, case_id, record FROM {self.schema}.run_cases WHERE run_id = %s "
-                                    "AND idx > %s ORDER BY idx LIMIT %s", (run_id, after, size)).fetchall()
+                                    "AND idx > %s AND idx <= %s ORDER BY idx", (run_id, after, after + size)).fetchall()
 
-        return sealed_records(page, seal, lambda problem: self._damaged_run(run_id, problem))
-
-    def _damaged_run(self, run_id: str, problem: str) -> OloproofError:
-        return OloproofError(f"run {run_id} is damaged: {problem} do not match what was stored", where=self.shown,
-                             fix="run `oloproof store check` to see everything damaged; run the suite again")
+        return sealed_records(page, seal, lambda problem: damaged_run(run_id, problem, self.shown))
 
     def run_case(self, run_id: str, case_id: str) -> dict | None:
         """One case record of a finished run by its case id (None when the run has no such case),
-        checked against its row's checksum; a row stored before row checksums is checked with its
-        whole run."""
+        checked against its row's checksum (storage.checked_case)."""
         self._head(run_id)
         with self._conn() as conn, self._guard():
             row = conn.execute(f"SELECT idx, record, checksum FROM {self.schema}.run_cases WHERE run_id = %s "
                                "AND case_id = %s ORDER BY idx LIMIT 1", (run_id, case_id)).fetchone()
-        if row is None:
-            return None
-        idx, record, stored = row
-        if stored is None:
-            return next((r for r in self.run_cases(run_id) if r["id"] == case_id), None)
-        if stored != row_checksum(idx, case_id, record):
-            raise self._damaged_run(run_id, f"case {case_id}'s record does")
-        return json.loads(record)
+        return checked_case(run_id, case_id, row, lambda: self.run_cases(run_id), self.shown)
 
     def list_runs(self) -> list[dict]:
         with self._conn() as conn, self._guard():
@@ -423,7 +414,8 @@ class PostgresStore:
             s = self.schema
             begun = conn.execute(
                 f"SELECT w.run_id, w.started, (SELECT COUNT(*) FROM {s}.run_cases c WHERE c.run_id = w.run_id) "
-                f"FROM {s}.writers w WHERE NOT EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = w.run_id) ORDER BY w.run_id").fetchall()
+                f"FROM {s}.writers w WHERE NOT EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = w.run_id) "
+                "ORDER BY w.run_id").fetchall()
             unfinished = [{"run": run_id, "cases": int(cases), "started": started, "writing": not self._writer_gone(conn, run_id)}
                           for run_id, started, cases in begun]
             orphans = [r[0] for r in conn.execute(
