@@ -273,3 +273,34 @@ def test_trials_and_clusters_on_the_team_store_print_what_the_local_store_prints
         if block:
             assert not (project.root / ".oloproof" / "store.db").exists()
     assert outputs[0] == outputs[1]
+
+
+def test_a_version_2_store_migrates_to_streaming_runs_and_its_runs_still_read_and_check(pg_server, pg_schema):
+    """Runs written before version 3 (whole, in one transaction, no row checksums) read, find one
+    case and check clean after `migrate`; a run streamed in afterwards sits beside them."""
+    import json
+
+    import psycopg
+
+    from oloproof import seal_of
+    from oloproof.testing import SUMMARY, case_records, run_header
+    from oloproof_postgres import Options, PostgresStore
+
+    store = PostgresStore(Options(dsn=pg_server.url(), schema=pg_schema))
+    store._migrate(create=True, target=2)
+    run_id, records = "run_01KIT0000000000000000000W1", case_records(2500)
+    header, summary = json.dumps(run_header(run_id, 2500)), json.dumps(SUMMARY)
+    rows = [(i, r["id"], json.dumps(r, ensure_ascii=False)) for i, r in enumerate(records)]
+    with psycopg.connect(pg_server.url()) as conn:  # as version 2 wrote a run
+        conn.execute(f'INSERT INTO "{pg_schema}".runs (id, created, parent, header, summary, seal) '
+                     "VALUES (%s, 0, NULL, %s, %s, %s)", (run_id, header, summary, json.dumps(seal_of(header, summary, rows))))
+        with conn.cursor() as cur, cur.copy(f'COPY "{pg_schema}".run_cases (run_id, idx, case_id, record) FROM STDIN') as copy:
+            for row in rows:
+                copy.write_row((run_id, *row))
+    assert "migrated from schema version 2 to 3" in store.migrate()
+    assert list(store.run_cases(run_id)) == records
+    assert store.run_case(run_id, "c1234") == records[1234]
+    store.save_run(run_header("run_01KIT0000000000000000000W2", 3), iter(case_records(3)), SUMMARY)
+    found = store.check()
+    assert found["problems"] == [] and found["counts"]["cases"] == 2503 and found["counts"]["unfinished"] == 0
+    store.close()
