@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import Document, check_record, read_jsonl
+from .config import Document, SeenIds, check_record, jsonl_objects, read_jsonl
 from .errors import ConfigError
 from .files import (MAX_CASE_FILE_BYTES, MAX_CASE_YAML_NODES, MAX_LINE_BYTES, parse_json_line, parse_json_text, read_text,
                     walk)
@@ -24,7 +24,7 @@ EXAMPLE = '{"id": "c001", "input": {...}}'
 MISSING_FIX = "create it, or point `cases:` in oloproof.yaml at the right file"
 
 
-def load_cases(setting: Any, project_dir: Path, doc: Document | None = None) -> list[Case]:
+def load_cases(setting: Any, project_dir: Path, doc: Document | None = None) -> Sequence[Case]:
     """The cases ``cases:`` names: a file (its format from the extension), ``{path: FILE, format:
     csv}`` to force the format, or ``{hf: NAME_OR_PATH, split: test}``."""
     at = ("cases",)
@@ -72,14 +72,73 @@ def make_case(obj: dict, where: str, at: str) -> Case:
                 metadata=obj.get("metadata", {}), source=where if at == "$" else f"{where}: {at}")
 
 
-def _jsonl(path: Path) -> list[Case]:
-    return [make_case(obj, where, "$")
-            for where, obj in read_jsonl(path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX)]
+HELD = 20_000  # a JSONL file of more cases than this is read again by each pass, never held whole
+
+
+def _jsonl(path: Path) -> Sequence[Case]:
+    """The cases of a JSONL file, every line checked in one streaming pass; held in memory when
+    they are few (``HELD``), else a :class:`CaseStream` that reads the file again for each pass."""
+    stamp = _stamp(path)
+    cases: list[Case] | None = []
+    count = 0
+    for where, obj in read_jsonl(path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX):
+        count += 1
+        if cases is not None:
+            cases.append(make_case(obj, where, "$"))
+            if len(cases) > HELD:
+                cases = None
+    if cases is not None:
+        return cases
+    stream = CaseStream(path, count, stamp)
+    stream.unchanged()
+    return stream
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return (-1, -1)  # read_jsonl says what is wrong with it
+    return stat.st_size, stat.st_mtime_ns
+
+
+class CaseStream(Sequence[Case]):
+    """A large JSONL case file, checked whole when the suite loaded (located errors, duplicate ids)
+    and read again, one case at a time, by each pass over it: a run holds only the cases in
+    flight. A file that changes after it was checked stops the pass with an error, so a run never
+    mixes two versions of its cases. Indexing (a sequential run's seeded order, a diagnosis) reads
+    the cases into memory once."""
+
+    def __init__(self, path: Path, count: int, stamp: tuple[int, int]):
+        self.path, self.count, self.stamp = path, count, stamp
+        self._held: tuple[Case, ...] | None = None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def unchanged(self) -> None:
+        if _stamp(self.path) != self.stamp:
+            raise ConfigError(f"{self.path.name} changed after its cases were checked", where=self.path.name,
+                              fix="leave the case file alone while a command reads it, and run again")
+
+    def __iter__(self) -> Iterator[Case]:
+        if self._held is not None:
+            yield from self._held
+            return
+        self.unchanged()
+        for where, obj in jsonl_objects(self.path, what="case", missing_fix=MISSING_FIX):
+            yield make_case(obj, where, "$")
+        self.unchanged()
+
+    def __getitem__(self, i: Any) -> Any:
+        if self._held is None:
+            self._held = tuple(self)
+        return self._held[i]
 
 
 def _records(items: Iterable[tuple[str, str, str, Any]], path_name: str) -> list[Case]:
     """(where, JSON path, how a duplicate names it, object) -> Cases; none at all is an error."""
-    first: dict[str, str] = {}
+    first = SeenIds(exact=math.inf)  # read whole: where each id was first is kept
     cases = []
     for where, at, here, obj in items:
         check_record(obj, where, at, first, here, what="case", keys=KEYS, example=EXAMPLE)

@@ -88,3 +88,26 @@ def identity(store: Any) -> tuple:
     if path is not None:
         return type(store).__name__, str(Path(path).resolve())
     return type(store).__name__, getattr(store, "shown", id(store))
+
+
+class _BufferedRun:
+    """A run written through ``save_run`` at its end, for a store without ``begin_run``."""
+
+    def __init__(self, store: Any):
+        self.store, self.records = store, []
+
+    def add(self, records: list) -> None:
+        self.records.extend(records)
+
+    def finish(self, header: dict, summary: dict) -> None:
+        self.store.save_run(header, self.records, summary)
+
+    def abort(self) -> None:
+        self.records = []
+
+
+def run_writer(store: Any, run_id: str) -> Any:
+    """Where a run's case records go as they finish: the store's own streaming writer
+    (``begin_run``), or one that hands them to ``save_run`` at the end."""
+    begin = getattr(store, "begin_run", None)
+    return begin(run_id) if begin is not None else _BufferedRun(store)

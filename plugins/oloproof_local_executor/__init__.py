@@ -15,13 +15,16 @@ class LocalExecutor:
     """Runs a run's cases ``work.concurrency`` at a time and hands each to ``done`` as it finishes."""
 
     def __init__(self, options: Any = None):
-        pass
+        self.runner: Any = None  # an asynchronous system's event loop, kept across a run's batches
 
     def run(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None]) -> None:
+        """One batch of a run's cases (a run may call it many times, then :meth:`close`)."""
         if work.is_async:
-            import asyncio  # only an asynchronous system's run needs the event loop
+            if self.runner is None:
+                import asyncio  # only an asynchronous system's run needs the event loop
 
-            asyncio.run(self._run_async(work, cases, done))
+                self.runner = asyncio.Runner()  # Ctrl-C cancels the batch's workers, as asyncio.run does
+            self.runner.run(self._run_async(work, cases, done))
             return
         if work.concurrency == 1:  # no thread hand-offs: cheaper, and a debugger sees the system
             for i, case in enumerate(cases):
@@ -79,7 +82,15 @@ class LocalExecutor:
         finally:
             for task in workers:
                 task.cancel()
-            await work.aclose()
+
+    def close(self, work: Any) -> None:
+        """After a run's last batch: the system's connections closed, then the event loop."""
+        if self.runner is not None:
+            try:
+                self.runner.run(work.aclose())
+            finally:
+                self.runner.close()
+                self.runner = None
 
 
 @hookimpl
