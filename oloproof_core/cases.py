@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,48 +72,57 @@ def make_case(obj: dict, where: str, at: str) -> Case:
                 metadata=obj.get("metadata", {}), source=where if at == "$" else f"{where}: {at}")
 
 
-HELD = 20_000  # a JSONL file of more cases than this is read again by each pass, never held whole
+HELD_BYTES = 16_000_000  # a larger JSONL file is read again by each pass over its cases, never held whole
 
 
 def _jsonl(path: Path) -> Sequence[Case]:
-    """The cases of a JSONL file, every line checked in one streaming pass; held in memory when
-    they are few (``HELD``), else a :class:`CaseStream` that reads the file again for each pass."""
-    stamp = _stamp(path)
-    cases: list[Case] | None = []
-    count = 0
-    for where, obj in read_jsonl(path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX):
-        count += 1
-        if cases is not None:
-            cases.append(make_case(obj, where, "$"))
-            if len(cases) > HELD:
-                cases = None
-    if cases is not None:
-        return cases
-    stream = CaseStream(path, count, stamp)
-    stream.unchanged()
-    return stream
+    """The cases of a JSONL file: read and held when it is small; a larger one is a
+    :class:`CaseStream`, checked by the suite in one streaming pass (:meth:`CaseStream.check`)."""
+    try:
+        large = path.stat().st_size > HELD_BYTES
+    except OSError:
+        large = False  # read_jsonl says what is wrong with it
+    if large:
+        return CaseStream(path)
+    return [make_case(obj, where, "$")
+            for where, obj in read_jsonl(path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX)]
 
 
 def _stamp(path: Path) -> tuple[int, int]:
     try:
         stat = path.stat()
     except OSError:
-        return (-1, -1)  # read_jsonl says what is wrong with it
+        return (-1, -1)
     return stat.st_size, stat.st_mtime_ns
 
 
 class CaseStream(Sequence[Case]):
-    """A large JSONL case file, checked whole when the suite loaded (located errors, duplicate ids)
-    and read again, one case at a time, by each pass over it: a run holds only the cases in
-    flight. A file that changes after it was checked stops the pass with an error, so a run never
-    mixes two versions of its cases. Indexing (a sequential run's seeded order, a diagnosis) reads
-    the cases into memory once."""
+    """A large JSONL case file, read one case at a time by each pass over it: a run holds only the
+    cases in flight. Its first pass, :meth:`check`, is the whole file's check (every problem
+    located, duplicate ids), made when the suite loads, before anything runs. A file that changes
+    after its check stops the pass with an error, so a run never mixes two versions of its cases.
+    Indexing (a sequential run's seeded order, a diagnosis) reads the cases into memory once."""
 
-    def __init__(self, path: Path, count: int, stamp: tuple[int, int]):
-        self.path, self.count, self.stamp = path, count, stamp
+    def __init__(self, path: Path):
+        self.path = path
+        self.count: int | None = None  # known once checked
+        self.stamp = (-1, -1)
         self._held: tuple[Case, ...] | None = None
 
+    def check(self, visit: Callable[[Case], Any] | None = None) -> None:
+        """Read the whole file once, checking every line (as a small file is when read), and hand
+        each case to ``visit`` (the evaluators' checks of what they can read)."""
+        stamp, count = _stamp(self.path), 0
+        for where, obj in read_jsonl(self.path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX):
+            count += 1
+            if visit is not None:
+                visit(make_case(obj, where, "$"))
+        self.stamp, self.count = stamp, count
+        self.unchanged()
+
     def __len__(self) -> int:
+        if self.count is None:
+            raise RuntimeError("a CaseStream is read only after its check()")
         return self.count
 
     def unchanged(self) -> None:
@@ -125,6 +134,7 @@ class CaseStream(Sequence[Case]):
         if self._held is not None:
             yield from self._held
             return
+        len(self)  # checked first
         self.unchanged()
         for where, obj in jsonl_objects(self.path, what="case", missing_fix=MISSING_FIX):
             yield make_case(obj, where, "$")

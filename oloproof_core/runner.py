@@ -75,13 +75,15 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
 
 
 def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
-                            concurrency: int, use_cache: bool = True,
-                            progress: Any = None) -> tuple[list[dict], dict, bool]:
+                            concurrency: int, use_cache: bool = True, progress: Any = None,
+                            writer: CacheWriter | None = None) -> tuple[list[dict], dict, bool]:
     """:func:`judge`, but Ctrl-C stops judging and returns what was judged: the judgments not
     made are missing (``interrupted``), and the third value says so.
 
     :param progress: told ``start("judgments", n)`` for the judgments not in the cache, ``step(judge_call)``
         as each is made (``judge_call``: an LLM judge's), and ``close()``.
+    :param writer: the judgment cache's writer of a run that judges batch by batch (closed by the
+        run); None: one of its own, closed before this returns.
     """
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
@@ -124,7 +126,9 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     slow = [t for t in pending if getattr(t[1].evaluator, "concurrent", False)]
     fast = [t for t in pending if not getattr(t[1].evaluator, "concurrent", False)]
     usage: dict[str, dict] = {}
-    writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
+    own = writer is None
+    if writer is None:
+        writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
 
     def keep(item: tuple[int, Any, str], judgment: Judgment) -> None:
         i, spec, key = item
@@ -163,7 +167,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     finally:
         if progress is not None:
             progress.close()
-        writer.close()
+        if own:
+            writer.close()
     figures: dict = {"judgment": [len(todo) - len(pending), len(pending)]}
     if usage:
         figures["usage"] = usage
@@ -215,6 +220,7 @@ def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_c
     executions = Executions(suite, plugins, store, caches, use_cache, run_id, progress)
     interrupted = False
     caches.setdefault("judgment", [0, 0])
+    judged = CacheWriter(store, "judgment")  # one for the whole run: it commits while the next batch runs
     try:
         for batch in batches(suite.cases, BATCH):
             items = batch if count == 1 else [attrs.evolve(c, trial=t) for c in batch for t in range(count)]
@@ -225,12 +231,15 @@ def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_c
                 except KeyboardInterrupt:  # between the executor's own handling: the batch is not run
                     interrupted = True
             judgments, figures, stopped = judge_until_interrupted(list(zip(items, done)), suite.evaluators, store,
-                                                                  suite.concurrency, use_cache, progress)
+                                                                  suite.concurrency, use_cache, progress, judged)
             interrupted = interrupted or stopped
             merge_figures(caches, figures)
             finished(list(with_trials(suite, batch, done, judgments)))
     finally:
-        executions.close()
+        try:
+            executions.close()
+        finally:
+            judged.close()
     return interrupted
 
 

@@ -160,7 +160,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     stage_cache = StageCache(store, read=stage_reads) if store is not None else None
     system, kind = load_system(doc, skeleton.system, plugins, project_dir, stage_cache)
     executor_name, executor_made = load_executor(doc, skeleton.executor, plugins, executor)
-    cases = load_cases(skeleton.cases, project_dir, doc)
+    cases = load_cases(skeleton.cases, project_dir, doc)  # a large JSONL file: checked below, in one pass
     if not isinstance(cases, CaseStream):
         cases = tuple(cases)
 
@@ -199,10 +199,16 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
 
     # a case an evaluator cannot read stops here, before anything runs (one pass over the cases)
     excluders = [x for x in (getattr(spec.evaluator, "exclude", None) for spec in evaluators) if x is not None]
-    if excluders:
+
+    def readable(case: Case) -> None:
+        for exclude in excluders:
+            exclude(case)
+
+    if isinstance(cases, CaseStream):
+        cases.check(readable if excluders else None)  # the file's own check, in the same pass
+    elif excluders:
         for case in cases:
-            for exclude in excluders:
-                exclude(case)
+            readable(case)
 
     slices, slice_criteria = [], {}
     for i, spec in enumerate(skeleton.slices):

@@ -64,7 +64,8 @@ def test_a_run_in_batches_prints_and_stores_what_one_batch_does(fresh, monkeypat
     monkeypatch.setattr(runner, "BATCH", 10_000)
     whole = oloproof.run(fresh.root / "oloproof.yaml", no_cache=True)
     monkeypatch.setattr(runner, "BATCH", 300)  # nine batches, the last one short
-    monkeypatch.setattr(cases_module, "HELD", 1_000)  # the file is read again by each pass
+    monkeypatch.setattr(cases_module, "HELD_BYTES", 10_000)  # the file is read again by each pass
+    assert isinstance(cases_module.load_cases("cases.jsonl", fresh.root), cases_module.CaseStream)
     streamed = oloproof.run(fresh.root / "oloproof.yaml", no_cache=True)
 
     def shown(outcome) -> list[str]:
@@ -97,7 +98,7 @@ def test_a_case_file_that_changes_during_a_run_stops_it_and_stores_nothing(fresh
     fresh.cases([case(i) for i in range(40)])
     monkeypatch.chdir(fresh.root)
     monkeypatch.setattr(runner, "BATCH", 10)
-    monkeypatch.setattr(cases_module, "HELD", 5)
+    monkeypatch.setattr(cases_module, "HELD_BYTES", 100)
     with pytest.raises(oloproof.ConfigError, match="cases.jsonl changed after its cases were checked"):
         oloproof.run(fresh.root / "oloproof.yaml")
     assert fresh.runs() == []
