@@ -17,11 +17,13 @@ def run(config: str | Path = "oloproof.yaml", *, no_cache: bool = False, refresh
 
     :return: the :class:`~oloproof_core.runner.RunOutcome`: ``run_id``, ``state``, ``gate``,
         ``exit_code``, ``decisions``, ``summaries`` (criterion -> Summary with ``value``, ``low``,
-        ``high``, ``observed``, ``missing``, ``excluded`` and the printed ``cells``), ``results``
-        (each case with its execution and judgments), ``header`` (with ``selection`` for a subset)
-        and ``caches``. Nothing is printed; a config error raises :class:`~oloproof.ConfigError`,
-        as the CLI's exit 2. ``trials`` is ``--trials``: each result then holds every trial's
-        (execution, judgments) in ``trials``, and ``units`` the instability and cluster figures.
+        ``high``, ``observed``, ``missing``, ``excluded`` and the printed ``cells``), ``tally`` (the
+        counts the report prints: cases without an output and why, reasons of missing and excluded
+        judgments; the case records themselves are in the store, as runs stream),
+        ``header`` (with ``selection`` for a subset) and ``caches``. Nothing is printed; a config
+        error raises :class:`~oloproof.ConfigError`, as the CLI's exit 2. ``trials`` is
+        ``--trials``: ``tally.trials`` then holds each case's trial judgments, and ``units`` the
+        instability and cluster figures.
     """
     from .cli import Project
     from .runner import run_suite

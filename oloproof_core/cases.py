@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import Document, check_record, read_jsonl
+from .config import Document, SeenIds, check_record, jsonl_objects, read_jsonl
 from .errors import ConfigError
 from .files import (MAX_CASE_FILE_BYTES, MAX_CASE_YAML_NODES, MAX_LINE_BYTES, parse_json_line, parse_json_text, read_text,
                     walk)
@@ -24,7 +24,7 @@ EXAMPLE = '{"id": "c001", "input": {...}}'
 MISSING_FIX = "create it, or point `cases:` in oloproof.yaml at the right file"
 
 
-def load_cases(setting: Any, project_dir: Path, doc: Document | None = None) -> list[Case]:
+def load_cases(setting: Any, project_dir: Path, doc: Document | None = None) -> Sequence[Case]:
     """The cases ``cases:`` names: a file (its format from the extension), ``{path: FILE, format:
     csv}`` to force the format, or ``{hf: NAME_OR_PATH, split: test}``."""
     at = ("cases",)
@@ -72,14 +72,83 @@ def make_case(obj: dict, where: str, at: str) -> Case:
                 metadata=obj.get("metadata", {}), source=where if at == "$" else f"{where}: {at}")
 
 
-def _jsonl(path: Path) -> list[Case]:
+HELD_BYTES = 16_000_000  # a larger JSONL file is read again by each pass over its cases, never held whole
+
+
+def _jsonl(path: Path) -> Sequence[Case]:
+    """The cases of a JSONL file: read and held when it is small; a larger one is a
+    :class:`CaseStream`, checked by the suite in one streaming pass (:meth:`CaseStream.check`)."""
+    try:
+        large = path.stat().st_size > HELD_BYTES
+    except OSError:
+        large = False  # read_jsonl says what is wrong with it
+    if large:
+        return CaseStream(path)
     return [make_case(obj, where, "$")
             for where, obj in read_jsonl(path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX)]
 
 
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return (-1, -1)
+    return stat.st_size, stat.st_mtime_ns
+
+
+class CaseStream(Sequence[Case]):
+    """A large JSONL case file, read one case at a time by each pass over it: a run holds only the
+    cases in flight. Its first pass, :meth:`check`, is the whole file's check (every problem
+    located, duplicate ids), made when the suite loads, before anything runs. A file that changes
+    after its check stops the pass with an error, so a run never mixes two versions of its cases.
+    Indexing (a sequential run's seeded order, a diagnosis) reads the cases into memory once."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.count: int | None = None  # known once checked
+        self.stamp = (-1, -1)
+        self._held: tuple[Case, ...] | None = None
+
+    def check(self, visit: Callable[[Case], Any] | None = None) -> None:
+        """Read the whole file once, checking every line (as a small file is when read), and hand
+        each case to ``visit`` (the evaluators' checks of what they can read)."""
+        stamp, count = _stamp(self.path), 0
+        for where, obj in read_jsonl(self.path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX):
+            count += 1
+            if visit is not None:
+                visit(make_case(obj, where, "$"))
+        self.stamp, self.count = stamp, count
+        self.unchanged()
+
+    def __len__(self) -> int:
+        if self.count is None:
+            raise RuntimeError("a CaseStream is read only after its check()")
+        return self.count
+
+    def unchanged(self) -> None:
+        if _stamp(self.path) != self.stamp:
+            raise ConfigError(f"{self.path.name} changed after its cases were checked", where=self.path.name,
+                              fix="leave the case file alone while a command reads it, and run again")
+
+    def __iter__(self) -> Iterator[Case]:
+        if self._held is not None:
+            yield from self._held
+            return
+        len(self)  # checked first
+        self.unchanged()
+        for where, obj in jsonl_objects(self.path, what="case", missing_fix=MISSING_FIX):
+            yield make_case(obj, where, "$")
+        self.unchanged()
+
+    def __getitem__(self, i: Any) -> Any:
+        if self._held is None:
+            self._held = tuple(self)
+        return self._held[i]
+
+
 def _records(items: Iterable[tuple[str, str, str, Any]], path_name: str) -> list[Case]:
     """(where, JSON path, how a duplicate names it, object) -> Cases; none at all is an error."""
-    first: dict[str, str] = {}
+    first = SeenIds(exact=math.inf)  # read whole: where each id was first is kept
     cases = []
     for where, at, here, obj in items:
         check_record(obj, where, at, first, here, what="case", keys=KEYS, example=EXAMPLE)

@@ -564,6 +564,10 @@ def check(config: str | None, store_spec: str | None) -> None:
              f"{n(counts['cache'], 'cached value')}, {n(counts['objects'], 'object')}"]
     if counts["unverified"]:
         lines.append(f"Unverified: {counts['unverified']}, stored before checksums existed")
+    if counts.get("unfinished"):  # not damage: a run whose process ended before it finished
+        rows = sum(u["cases"] for u in found.get("unfinished", ()))
+        lines.append(f"Unfinished: {n(counts['unfinished'], 'run')} begun and not finished ({n(rows, 'case record')}, "
+                     "seen by no command); the next run begun in this store removes those whose process has ended")
     lines += [f"Damaged: {problem}" for problem in found["problems"]]
     lines.append(f"{len(found['problems'])} damaged" if found["problems"] else "No damage found")
     _echo(lines)

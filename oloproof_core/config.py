@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Mapping, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -252,11 +253,56 @@ def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, w
 # -- JSONL records --------------------------------------------------------------------------
 
 
-def check_record(obj: Any, where: str, at: str, first: dict[str, str], here: str, *, what: str,
+class SeenIds:
+    """The ids of a file read so far, for the duplicate-id check: where each was first seen while
+    they are few; past ``EXACT`` ids, an 8-byte digest each (a million ids in 8 MB), checked for
+    repeats by :meth:`repeated` once the file is read."""
+
+    EXACT = 50_000
+
+    def __init__(self, exact: float = EXACT) -> None:
+        self.exact = exact  # math.inf: always exact (a file read whole anyway)
+        self.first: dict[str, str] = {}
+        self.digests: Any = None  # array('q') once past EXACT ids
+
+    def __len__(self) -> int:
+        return len(self.first) + (len(self.digests) if self.digests is not None else 0)
+
+    def seen(self, case_id: str) -> str | None:
+        """Where ``case_id`` was first seen, when that is still known exactly."""
+        return self.first.get(case_id)
+
+    def add(self, case_id: str, here: str) -> None:
+        if self.digests is None and len(self.first) < self.exact:
+            self.first[case_id] = here
+            return
+        if self.digests is None:
+            from array import array
+
+            self.digests = array("q", map(_id_digest, self.first))
+        self.digests.append(_id_digest(case_id))
+
+    def repeated(self) -> set[int]:
+        """The digests seen more than once (after the exact part): usually none."""
+        if self.digests is None or len(self.digests) < 2:
+            return set()
+        import numpy as np
+
+        ordered = np.sort(np.frombuffer(self.digests, dtype=np.int64))
+        return {int(d) for d in ordered[1:][ordered[1:] == ordered[:-1]]}
+
+
+def _id_digest(case_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(case_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                          "little", signed=True)
+
+
+def check_record(obj: Any, where: str, at: str, first: SeenIds, here: str, *, what: str,
                  keys: tuple[str, ...], example: str) -> None:
     """One record of a case or label file: an object with a unique non-empty string ``id`` and no
     field outside ``keys``. ``at`` is its JSON path (``$``, or ``$[3]`` in a JSON array); ``first``
-    maps each id seen to where (``on line 3``), and ``here`` says where this one is."""
+    holds each id seen and where (``on line 3``), and ``here`` says where this one is. A repeat
+    among many ids is found by :func:`check_repeats` once the file is read."""
     if not isinstance(obj, dict):
         raise ConfigError(f"expected a JSON object, got {type(obj).__name__}", where=where,
                           fix=f"write one object per {what}: {example}")
@@ -270,10 +316,39 @@ def check_record(obj: Any, where: str, at: str, first: dict[str, str], here: str
     if not isinstance(obj["id"], str) or not obj["id"]:
         raise ConfigError(f"{at}.id: expected a non-empty string, got {_describe(obj['id'])}", where=where,
                           fix="quote the id")
-    if obj["id"] in first:
-        raise ConfigError(f"{at}.id: duplicate id {obj['id']!r} (first {first[obj['id']]})",
-                          where=where, fix=f"give every {what} its own id")
-    first[obj["id"]] = here
+    earlier = first.seen(obj["id"])
+    if earlier is not None:
+        _duplicate(obj["id"], earlier, at, where, what)
+    first.add(obj["id"], here)
+
+
+def _duplicate(case_id: str, earlier: str, at: str, where: str, what: str) -> None:
+    raise ConfigError(f"{at}.id: duplicate id {case_id!r} (first {earlier})", where=where,
+                      fix=f"give every {what} its own id")
+
+
+def check_repeats(first: SeenIds, records: Callable[[], Iterable[tuple[str, str, str, Any]]], what: str) -> None:
+    """After a file was read: a repeated id among many is located by reading it again
+    (``records()`` yields where, JSON path, how a duplicate names it, and the object), and raised as
+    :func:`check_record` would have."""
+    repeated = first.repeated()
+    if not repeated:
+        return
+    places: dict[str, str] = {}
+    for where, at, here, obj in records():
+        case_id = obj["id"]
+        if _id_digest(case_id) in repeated:
+            if case_id in places:
+                _duplicate(case_id, places[case_id], at, where, what)
+            places[case_id] = here
+
+
+def jsonl_objects(path: Path, *, what: str, missing_fix: str) -> Iterator[tuple[str, Any]]:
+    """The parsed lines of a JSONL file (blank lines skipped) as ``("file:line", value)``."""
+    for number, line in read_lines(path, what=what, missing_fix=missing_fix):
+        if line.strip():
+            where = f"{path.name}:{number}"
+            yield where, parse_json_line(line, where)
 
 
 def read_jsonl(path: Path, *, what: str, keys: tuple[str, ...], example: str,
@@ -281,13 +356,13 @@ def read_jsonl(path: Path, *, what: str, keys: tuple[str, ...], example: str,
     """One JSON object a line (blank lines skipped), each checked by :func:`check_record`; yields
     ``("file:line", object)``. Every problem is a ConfigError naming the line and the fix; an
     empty file too."""
-    first: dict[str, str] = {}
-    for number, line in read_lines(path, what=what, missing_fix=missing_fix):
-        if not line.strip():
-            continue
-        where = f"{path.name}:{number}"
-        obj = parse_json_line(line, where)
-        check_record(obj, where, "$", first, f"on line {number}", what=f"{what} line", keys=keys, example=example)
+    first = SeenIds()
+    for where, obj in jsonl_objects(path, what=what, missing_fix=missing_fix):
+        check_record(obj, where, "$", first, f"on line {where.rpartition(':')[2]}", what=f"{what} line", keys=keys,
+                     example=example)
         yield where, obj
-    if not first:
+    check_repeats(first, lambda: ((where, "$", f"on line {where.rpartition(':')[2]}", obj)
+                                  for where, obj in jsonl_objects(path, what=what, missing_fix=missing_fix)),
+                  f"{what} line")
+    if not len(first):
         raise ConfigError(f"the {what} file has no lines", where=path.name, fix=f"add one JSON object per line: {example}")

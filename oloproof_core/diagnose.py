@@ -130,7 +130,12 @@ class Diagnosis:
             if self.suite.recipe is not None else None
         work = InterventionWork(system, self.plugins, self.suite.concurrency, intervention, call, recipe,
                                 self.store, self.suite.stage_cache)
-        executor_of(self.suite, self.plugins).run(work, items, keep)
+        executor = executor_of(self.suite, self.plugins)
+        try:
+            executor.run(work, items, keep)
+        finally:
+            if hasattr(executor, "close"):
+                executor.close(work)
 
         def judged(i: int) -> tuple[dict, Execution, Judgment]:
             (case, record), execution = items[i], executions[i]

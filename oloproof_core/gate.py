@@ -10,7 +10,7 @@ from attrs import field, frozen
 
 from .config import INTERNAL, Document, structure
 from .errors import ConfigError, ExitCode
-from .model import Judgment, Metric, tally
+from .model import Column, Judgment, Metric, tally
 
 VERDICTS = ("PASS", "FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW")
 RUN_RULE_KINDS = ("interval", "observed_count")
@@ -147,7 +147,8 @@ def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confi
     values, missing, _ = tally(judgments)
     make = lambda verdict, reason: Decision(rule=rule.id, metric=rule.metric, verdict=verdict, reason=reason)  # noqa: E731
     if rule.kind == "observed_count":
-        failures = sum(1 for j in judgments if j.status == "fail")
+        failures = judgments.failures if isinstance(judgments, Column) else \
+            sum(1 for j in judgments if j.status == "fail")
         if failures > rule.max_failures:
             return make("FAIL", "observed_failures_exceed_limit")
         if not values:  # nothing was judged: no evidence that the failures are within the limit
@@ -187,9 +188,9 @@ def decide_policy(policy: Policy, judgments: Mapping[str, Sequence[Judgment]], m
     """
     decisions = []
     for rule in policy.rules:
-        cases = list(judgments[rule.metric])
+        cases = judgments[rule.metric]
         if rule.kind == "observed_count" and not_run:
-            cases += [Judgment.missing("not_run")] * not_run
+            cases = [*cases, *[Judgment.missing("not_run")] * not_run]
         decisions.append(decide_rule(rule, cases, metrics[rule.metric], confidence))
     if judges:
         decisions = require_validated_judges(decisions, judges, store, policy.judge_validation)

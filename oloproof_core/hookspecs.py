@@ -127,9 +127,11 @@ def oloproof_register_executors(registry: Any) -> None:
 
     :param registry: call ``registry.add(name, factory, options=Options)``; ``factory(options)``
         returns an object with ``run(work, cases, done)``: call ``work.execute(case)`` (or ``await
-        work.aexecute(case)`` when ``work.is_async``, then ``await work.aclose()``) for every case,
-        at most ``work.concurrency`` at a time here, and ``done(index, execution)`` in this process
-        as each finishes, in any order. An executor that runs cases elsewhere builds the same work
+        work.aexecute(case)`` when ``work.is_async``) for every case, at most ``work.concurrency``
+        at a time here, and ``done(index, execution)`` in this process as each finishes, in any
+        order. A run calls ``run`` once per batch of its cases (runs stream), then, if the executor
+        has it, ``close(work)`` once: release the workers there (and ``await work.aclose()`` for an
+        asynchronous system). An executor that runs cases elsewhere builds the same work
         there with ``work.recipe.build(project_dir, stage_cache)`` and sends executions back as
         ``execution.to_data()`` (``Execution.from_data`` on this side); only this process writes
         the store. Ctrl-C arrives here as KeyboardInterrupt: stop the remote work and re-raise.
@@ -160,7 +162,8 @@ def oloproof_run_started(run: Any) -> None:
 
 @hookspec
 def oloproof_case_finished(run: Any, case: Any, execution: Any, judgments: Any) -> None:
-    """Called in case order after every case of a run has been executed and judged.
+    """Called in case order for each case of a run, as each batch of cases has been executed and
+    judged.
 
     .. versionadded:: 0.1
     """

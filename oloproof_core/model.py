@@ -125,11 +125,99 @@ class Judgment:
                    detail=data.get("detail", {}))
 
 
-def tally(judgments: Sequence[Judgment]) -> tuple[list[float], int, int]:
+def tally(judgments: Sequence[Judgment]) -> tuple[Sequence[float], int, int]:
     """The observed values of ``judgments``, and how many are missing and excluded."""
+    if isinstance(judgments, Column):  # counted as the run streamed past: no pass over the cases
+        return judgments.values, judgments.missing, judgments.excluded
     values = [j.value for j in judgments if j.observed]
     missing = sum(1 for j in judgments if j.status == "missing")
     return values, missing, len(judgments) - len(values) - missing
+
+
+class Values(Sequence[float]):
+    """Observed values in case order, eight bytes each (``array('d')``): what a metric's interval
+    reads from a :class:`Column`. ``values + [0.0] * n`` (the gate's worst case) adds to it without
+    copying it; numpy reads it as an array."""
+
+    def __init__(self, data: Any, extra: Sequence[float] = ()):
+        self.data, self.extra = data, list(extra)
+
+    def __len__(self) -> int:
+        return len(self.data) + len(self.extra)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(self)[i]
+        if i < 0:
+            i += len(self)
+        return self.data[i] if i < len(self.data) else self.extra[i - len(self.data)]
+
+    def __iter__(self) -> Any:
+        yield from self.data
+        yield from self.extra
+
+    def __add__(self, other: Sequence[float]) -> Values:
+        return Values(self.data, [*self.extra, *other])
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        import numpy as np
+
+        data = np.frombuffer(self.data, dtype=float) if len(self.data) else np.zeros(0)
+        joined = np.concatenate([data, np.asarray(self.extra, dtype=float)]) if self.extra else data.copy()
+        return joined if dtype is None else joined.astype(dtype)
+
+
+_CODES = ("pass", "fail", "score", "excluded", "missing")
+
+
+class Column(Sequence[Judgment]):
+    """One criterion's judgments of a run, in case order, kept compactly as the run streams past: a
+    status byte per case and the observed values (:class:`Values`); reasons and details are in the
+    stored records, not here. Metrics read it as any sequence of judgments (``tally`` reads its
+    counts directly)."""
+
+    def __init__(self) -> None:
+        from array import array
+
+        self.codes = bytearray()
+        self.data = array("d")
+        self.missing = self.excluded = self.failures = 0
+
+    def append(self, judgment: Judgment) -> None:
+        status = judgment.status
+        self.codes.append(_CODES.index(status))
+        if status in ("pass", "fail", "score"):
+            self.data.append(float(judgment.value))
+            self.failures += status == "fail"
+        elif status == "missing":
+            self.missing += 1
+        else:
+            self.excluded += 1
+
+    @property
+    def values(self) -> Values:
+        return Values(self.data)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(self)[i]
+        return list(self)[i] if i < 0 else self._judgment(i, None)
+
+    def _judgment(self, i: int, value: float | None) -> Judgment:
+        status = _CODES[self.codes[i]]
+        if status in ("pass", "fail", "score"):
+            if value is None:  # the position among the observed values
+                value = self.data[sum(1 for c in self.codes[:i] if c < 3)]
+            return Judgment(status=status, value=value)
+        return Judgment(status=status)
+
+    def __iter__(self) -> Any:
+        values = iter(self.data)
+        for i, code in enumerate(self.codes):
+            yield self._judgment(i, next(values) if code < 3 else None)
 
 
 @frozen(kw_only=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,17 +51,16 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     out += table(["metric", "estimate", f"{pct(confidence)} interval", "counts"],
                  [[name, *s.cells] for name, s in outcome.summaries.items()])
     out += unit_lines(outcome.units, outcome.header.get("design"), confidence)
-    missing = Counter("interrupted" if r.execution is None else r.execution.missing for r in outcome.results
-                      if r.execution is None or r.execution.missing is not None)
+    missing = outcome.tally.no_output
     if missing:  # say so plainly: a dead service must not read like a small suite
         reasons = "; ".join(f"{reason} ({n})" for reason, n in missing.most_common(3))
         more = f"; {len(missing) - 3} more reasons" if len(missing) > 3 else ""
-        out += ["", f"Missing: {sum(missing.values())} of {len(outcome.results)} cases produced no output: "
+        out += ["", f"Missing: {sum(missing.values())} of {outcome.tally.cases} cases produced no output: "
                     f"{reasons}{more}"]
     out += missing_judgment_lines(outcome)
     out += excluded_lines(outcome)
     out += same_failure_lines(outcome)
-    for name in outcome.empty_slices:
+    for name in outcome.tally.empty_slices:
         out += ["", f"Slice {name}: no case has a value for it (check the field name)"]
     if outcome.slices:
         unit = "; positions count chunks" if outcome.header.get("relevance_unit") == "chunk" else ""
@@ -114,22 +112,16 @@ def unit_lines(units: dict, design: dict | None, confidence: float) -> list[str]
     return out
 
 
-def _ran(outcome: Any) -> list:
-    return [r for r in outcome.results if r.execution is not None and r.execution.missing is None]
-
-
 def _reason_lines(outcome: Any, status: str, line: str) -> list[str]:
     """One line a criterion with judgments of ``status`` on cases that ran, their reasons counted;
     ``line`` is formatted with criterion, count, ran and reasons."""
-    ran = _ran(outcome)
     lines = []
     for criterion in outcome.summaries:
-        reasons = Counter(r.judgments[criterion].reason or "unknown" for r in ran
-                          if r.judgments[criterion].status == status)
+        reasons = outcome.tally.reasons[criterion][status]
         if reasons:
             shown = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common(3))
             more = f"; {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
-            lines += ["", line.format(criterion=criterion, count=sum(reasons.values()), ran=len(ran),
+            lines += ["", line.format(criterion=criterion, count=sum(reasons.values()), ran=outcome.tally.ran,
                                       reasons=shown + more)]
     return lines
 
@@ -154,13 +146,12 @@ def same_failure_lines(outcome: Any) -> list[str]:
     often than a system that is wrong every time."""
     lines = []
     for criterion in outcome.summaries:
-        judged = [r.judgments[criterion] for r in _ran(outcome) if r.judgments[criterion].observed]
-        reasons = {j.reason for j in judged}
-        if len(judged) < 2 or any(j.status != "fail" for j in judged) or len(reasons) != 1 or None in reasons:
+        same = outcome.tally.same[criterion]
+        reason = same.reason
+        if reason is None:
             continue
-        reason = reasons.pop()
-        line = f"Failed: every {criterion} judgment ({len(judged)} of {len(judged)}) failed with {reason}"
-        fields = {json.dumps(j.detail.get("field")) for j in judged if "field" in j.detail}
+        n, fields = same.judged, set(same.fields)
+        line = f"Failed: every {criterion} judgment ({n} of {n}) failed with {reason}"
         if reason == "field_absent" and len(fields) == 1:
             field = json.loads(fields.pop())
             line += (f": no output has the field {field!r}; fix: return an object with {field!r} from the system, "

@@ -7,21 +7,27 @@ Results are always reported in case order, whatever the concurrency; a sequentia
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from itertools import islice
 from typing import Any
 
+import attrs
 from attrs import field, frozen
 
 from .errors import EvaluationError, ExitCode
-from .execution import execute_cases
+from .execution import Executions
 from .gate import Decision, decide_policy, gate, policy_data
 from .identity import combine, digest
 from .model import Case, Execution, Judgment, Summary
 from .plugins import Plugins
+from .stores import run_writer
 from .suite import Suite
-from .units import cluster_of, combine_trials, derived_criteria, group, pass_all, pass_all_name, unit_figures, unit_metrics
+from .tallies import RunTally
+from .units import cluster_of, combine_trials, derived_criteria, pass_all, pass_all_name, unit_figures, unit_metrics
 from .writer import CacheWriter
+
+BATCH = 2000  # cases executed, judged and stored together; a run holds no more than this many at once
 
 @frozen(kw_only=True)
 class CaseResult:
@@ -37,7 +43,7 @@ class CaseResult:
 class RunOutcome:
     run_id: str
     header: dict
-    results: list[CaseResult]
+    tally: RunTally  # the run's counts (cases without output, reasons); its cases are in the store
     summaries: dict  # criterion -> Summary
     slices: list[tuple[str, str, str, Summary | None]]  # slice, group, criterion, summary
     decisions: list[Decision]
@@ -45,7 +51,6 @@ class RunOutcome:
     exit_code: ExitCode
     state: str  # "DECIDED/COMPLETE", ...
     caches: dict = field(factory=dict)
-    empty_slices: list = field(factory=list)  # slices no case had a group in (a misspelt field, say)
     units: dict = field(factory=dict)  # with trials or clusters: "instability" and "clusters" (units.py)
 
 
@@ -70,13 +75,15 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
 
 
 def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
-                            concurrency: int, use_cache: bool = True,
-                            progress: Any = None) -> tuple[list[dict], dict, bool]:
+                            concurrency: int, use_cache: bool = True, progress: Any = None,
+                            writer: CacheWriter | None = None) -> tuple[list[dict], dict, bool]:
     """:func:`judge`, but Ctrl-C stops judging and returns what was judged: the judgments not
     made are missing (``interrupted``), and the third value says so.
 
     :param progress: told ``start("judgments", n)`` for the judgments not in the cache, ``step(judge_call)``
         as each is made (``judge_call``: an LLM judge's), and ``close()``.
+    :param writer: the judgment cache's writer of a run that judges batch by batch (closed by the
+        run); None: one of its own, closed before this returns.
     """
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
@@ -119,7 +126,9 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     slow = [t for t in pending if getattr(t[1].evaluator, "concurrent", False)]
     fast = [t for t in pending if not getattr(t[1].evaluator, "concurrent", False)]
     usage: dict[str, dict] = {}
-    writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
+    own = writer is None
+    if writer is None:
+        writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
 
     def keep(item: tuple[int, Any, str], judgment: Judgment) -> None:
         i, spec, key = item
@@ -158,7 +167,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     finally:
         if progress is not None:
             progress.close()
-        writer.close()
+        if own:
+            writer.close()
     figures: dict = {"judgment": [len(todo) - len(pending), len(pending)]}
     if usage:
         figures["usage"] = usage
@@ -175,70 +185,118 @@ def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], ca
     return judgments, interrupted
 
 
-def run_trials(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_cache: bool,
-               run_id: str, progress: Any = None) -> tuple[list, list[dict], list[list], bool]:
-    """Execute and judge every case ``suite.design.trials`` times (each trial cached under its own
-    key). Returns the first trial's executions, each case's judgments combined over its trials (with
-    pass^k of each pass/fail criterion), every trial's (execution, judgments), and whether Ctrl-C
-    stopped it."""
-    import attrs
+def batches(cases: Iterable[Case], size: int) -> Iterator[list[Case]]:
+    """``cases`` in lists of ``size``, read as they are needed."""
+    it = iter(cases)
+    while batch := list(islice(it, size)):
+        yield batch
 
+
+def with_trials(suite: Suite, cases: Sequence[Case], executions: list, judgments: list[dict]) -> Iterator[tuple]:
+    """Each case of a batch with its first trial's execution, its judgments over its trials (with
+    pass^k of each pass/fail criterion) and every trial's (execution, judgments)."""
     count = suite.design.trials
-    expanded = attrs.evolve(suite, cases=tuple(attrs.evolve(case, trial=t) for case in suite.cases
-                                               for t in range(count)))
-    executions, interrupted = execute_cases(expanded, plugins, store, caches, use_cache, run_id, progress)
-    judgments, stopped = judge_cases(expanded, store, executions, caches, use_cache, progress)
-    firsts, combined, trials = [], [], []
-    for i in range(len(suite.cases)):
+    if count == 1:
+        yield from ((case, e, j, []) for case, e, j in zip(cases, executions, judgments))
+        return
+    for i, case in enumerate(cases):
         runs = list(zip(executions[i * count:(i + 1) * count], judgments[i * count:(i + 1) * count]))
-        case: dict = {}
+        combined: dict = {}
         for criterion, metric in suite.metrics.items():
             if criterion in runs[0][1]:
-                case[criterion] = combine_trials([j[criterion] for _, j in runs])
+                combined[criterion] = combine_trials([j[criterion] for _, j in runs])
                 if getattr(metric, "pass_fail", False):
-                    case[pass_all_name(criterion)] = pass_all([j[criterion] for _, j in runs])
-        firsts.append(runs[0][0])
-        combined.append(case)
-        trials.append(runs)
-    return firsts, combined, trials, interrupted or stopped
+                    combined[pass_all_name(criterion)] = pass_all([j[criterion] for _, j in runs])
+        yield case, runs[0][0], combined, runs
 
 
-def unit_judgments(results: Sequence[CaseResult], criterion: str) -> list[Judgment]:
-    """One criterion's judgments, one per unit of analysis: per case, or per cluster."""
-    return group([r.judgments[criterion] for r in results], [r.cluster for r in results])
+def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_cache: bool, run_id: str,
+                 progress: Any, finished: Callable[[list[tuple]], None]) -> bool:
+    """Execute and judge the suite's cases ``BATCH`` at a time (every trial of a case in its case's
+    batch), handing each batch's (case, execution, judgments, trials) to ``finished`` in case order
+    before the next batch is read. Returns whether Ctrl-C stopped it: the cases not finished then,
+    and every later one, are handed over as interrupted."""
+    count = suite.design.trials
+    executions = Executions(suite, plugins, store, caches, use_cache, run_id, progress)
+    interrupted = False
+    caches.setdefault("judgment", [0, 0])
+    judged = CacheWriter(store, "judgment")  # one for the whole run: it commits while the next batch runs
+    try:
+        for batch in batches(suite.cases, BATCH):
+            items = batch if count == 1 else [attrs.evolve(c, trial=t) for c in batch for t in range(count)]
+            done: list = [None] * len(items)
+            if not interrupted:
+                try:
+                    done, interrupted = executions.batch(items)
+                except KeyboardInterrupt:  # between the executor's own handling: the batch is not run
+                    interrupted = True
+            judgments, figures, stopped = judge_until_interrupted(list(zip(items, done)), suite.evaluators, store,
+                                                                  suite.concurrency, use_cache, progress, judged)
+            interrupted = interrupted or stopped
+            merge_figures(caches, figures)
+            finished(list(with_trials(suite, batch, done, judgments)))
+    finally:
+        try:
+            executions.close()
+        finally:
+            judged.close()
+    return interrupted
 
 
-def summarize(suite: Suite, results: list[CaseResult], confidence: float,
-              metrics: dict | None = None) -> tuple[dict, list]:
-    """The metric of every criterion, then the exploratory slice table.
+def merge_figures(caches: dict, figures: dict) -> None:
+    """Add one batch's cache and usage figures to the run's."""
+    for key in ("execution", "judgment"):
+        if key in figures:
+            hits, misses = figures[key]
+            total = caches.setdefault(key, [0, 0])
+            caches[key] = [total[0] + hits, total[1] + misses]
+    for origin, n in figures.get("reused", {}).items():  # an opaque system's executions from the cache
+        caches.setdefault("reused", {})[origin] = caches.get("reused", {}).get(origin, 0) + n
+    for criterion, spent in figures.get("usage", {}).items():
+        total = caches.setdefault("usage", {}).setdefault(criterion, {})
+        for name, value in spent.items():
+            total[name] = total.get(name, 0) + value
 
-    :param metrics: criterion -> metric, when not the suite's own (a sequential run's anytime ones).
-    """
-    metrics = suite.metrics if metrics is None else metrics
-    summaries = {}
-    for criterion, metric in metrics.items():
-        summaries[criterion] = metric.summarize(unit_judgments(results, criterion), confidence)
+
+def summarize(suite: Suite, tally: RunTally, confidence: float, metrics: dict) -> tuple[dict, list]:
+    """The metric of every criterion, then the exploratory slice table."""
+    summaries = {criterion: metric.summarize(tally.units(criterion), confidence)
+                 for criterion, metric in metrics.items()}
     rows: list[tuple[str, str, str, Summary | None]] = []
     for slice_ in suite.slices:
-        groups: dict[str, list[CaseResult]] = {}
-        for result in results:
-            key = result.slices.get(slice_.name)
-            if key is not None:
-                groups.setdefault(key, []).append(result)
-        shown = suite.slice_criteria.get(slice_.name)  # None: every criterion
-        for key in sorted(groups):
-            members = groups[key]
-            for criterion, metric in metrics.items():
-                if shown is not None and criterion not in shown:
-                    continue
-                summary = metric.summarize(unit_judgments(members, criterion), confidence)
+        groups = tally.slices[slice_.name]
+        for key in sorted(groups.groups):
+            for criterion in groups.criteria:
+                summary = metrics[criterion].summarize(tally.slice_units(slice_.name, key, criterion), confidence)
                 rows.append((slice_.name, key, criterion, summary))
     return summaries, rows
+
+
+def case_record(result: CaseResult, criteria: Iterable[str], trials: bool) -> dict:
+    """What the store keeps of one case of a run."""
+    execution = result.execution or Execution(missing="interrupted")
+    record = {"id": result.case.id, "case": result.case.to_data(), **execution.to_data(),
+              # in the suite's order of criteria, however the judgments arrived (cache hits first)
+              "judgments": {k: result.judgments[k].to_data() for k in criteria if k in result.judgments}}
+    if result.slices:
+        record["slices"] = result.slices
+    if result.cluster is not None:
+        record["cluster"] = result.cluster
+    if trials:  # every trial's execution and judgments; the top level is the first trial's
+        record["trials"] = [{**(e or Execution(missing="interrupted")).to_data(),
+                             "judgments": {k: j.to_data() for k, j in js.items()}} for e, js in result.trials]
+    return record
 
 
 def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True,
               sequential: Any = None, selection: dict | None = None, progress: Any = None) -> RunOutcome:
     """Execute, judge, summarise, decide and store one run.
+
+    The cases stream through in batches (:func:`stream_cases`): each batch is executed, judged,
+    counted (tallies.py) and written to the store before the next is read, so memory does not grow
+    with the number of cases; the run becomes visible in the store when its summary is written. A
+    run stopped by an error leaves nothing in the store (its finished executions and judgments
+    stay in the caches).
 
     :param use_cache: False re-executes and re-judges every case (the caches are still written).
     :param sequential: a :class:`~oloproof_core.sequential.Sequential`: run the cases in its seeded
@@ -265,52 +323,90 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     confidence = suite.policy.confidence_level if suite.policy else 0.95
     judges = {s.evaluator.criterion: digest(s.identity) for s in suite.evaluators
               if getattr(s.evaluator, "judge", False) is True}
-    cases, metrics, not_run = list(suite.cases), suite.metrics, 0
-    design, trials = suite.design, [[]] * len(suite.cases)
+    metrics, not_run = suite.metrics, 0
+    design = suite.design
     if not design.plain:  # every criterion over units (cases with their trials, or clusters)
         metrics = unit_metrics(suite.metrics, design)
         header["design"] = design.record()
         header["evaluators"], header["metrics"] = derived_criteria(header["evaluators"], header["metrics"],
                                                                 list(suite.metrics), design)
-    if sequential is None and design.trials > 1:
-        executions, judgments, trials, interrupted = run_trials(suite, plugins, store, caches, use_cache, run_id,
-                                                                 progress)
-    elif sequential is None:
-        executions, interrupted = execute_cases(suite, plugins, store, caches, use_cache, run_id, progress)
-        judgments, stopped = judge_cases(suite, store, executions, caches, use_cache, progress)
-        interrupted = interrupted or stopped
-    else:  # batch by batch until the gate is decided (sequential.py)
-        def decide(by_criterion: dict, anytime: dict, left: int) -> list[Decision]:
-            return decide_policy(suite.policy, by_criterion, anytime, confidence, judges, store, left)
+    writer = run_writer(store, run_id)
+    listening = bool(plugins.pm.hook.oloproof_case_finished.get_hookimpls())  # no per-case cost otherwise
+    tally: RunTally | None = None
 
-        step = sequential.run(suite, plugins, store, caches, use_cache, decide, run_id, progress)
-        cases, metrics = [suite.cases[i] for i in step.indices], step.metrics
-        executions, judgments, interrupted = step.executions, step.judgments, step.interrupted
-        not_run = len(suite.cases) - len(cases)
-        header.update(sequential=step.record, cases=len(cases))
-    results = [CaseResult(case=c, execution=e, judgments=j, trials=t, cluster=cluster_of(c, design.cluster),
-                          slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
-               for c, e, j, t in zip(cases, executions, judgments, trials)]
-    units = unit_figures(design, suite.metrics, [[j for _, j in r.trials] for r in results],
-                         [r.cluster for r in results], confidence)
-    stage_counts = getattr(system, "stage_counts", None)
+    def finished(part: list[tuple]) -> None:
+        """A batch of finished cases: counted, stored, and told to the plugins that listen."""
+        nonlocal tally
+        if tally is None:
+            tally = RunTally(metrics, suite.slices, suite.slice_criteria, design.cluster is not None,
+                             design.trials > 1)
+        results = [CaseResult(case=c, execution=e, judgments=j, trials=t, cluster=cluster_of(c, design.cluster),
+                              slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
+                   for c, e, j, t in part]
+        for r in results:
+            tally.add(r)
+        writer.add([case_record(r, metrics, design.trials > 1) for r in results])
+        if listening:
+            for r in results:
+                plugins.pm.hook.oloproof_case_finished(run=header, case=r.case, execution=r.execution,
+                                                       judgments=r.judgments)
+
+    try:
+        if sequential is None:
+            interrupted = stream_cases(suite, plugins, store, caches, use_cache, run_id, progress, finished)
+        else:  # batch by batch until the gate is decided (sequential.py)
+            def decide(by_criterion: dict, anytime: dict, left: int) -> list[Decision]:
+                return decide_policy(suite.policy, by_criterion, anytime, confidence, judges, store, left)
+
+            step = sequential.run(suite, plugins, store, caches, use_cache, decide, run_id, progress)
+            metrics = step.metrics
+            interrupted = step.interrupted
+            not_run = len(suite.cases) - len(step.indices)
+            header.update(sequential=step.record, cases=len(step.indices))
+            finished([(suite.cases[i], e, j, []) for i, e, j in zip(step.indices, step.executions, step.judgments)])
+        if tally is None:  # no case at all
+            finished([])
+        assert tally is not None
+        outcome = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges, not_run,
+                            interrupted, sequential is not None)
+        writer.finish(header, outcome.summary)
+    except BaseException:
+        writer.abort()  # nothing half-written: the finished work is in the caches
+        raise
+    plugins.pm.hook.oloproof_run_finished(run=header, summary=outcome.summary)
+    return outcome.run
+
+
+@frozen(kw_only=True)
+class _Concluded:
+    run: RunOutcome
+    summary: dict
+
+
+def _conclude(suite: Suite, store: Any, run_id: str, header: dict, tally: RunTally, caches: dict, metrics: dict,
+              confidence: float, judges: dict, not_run: int, interrupted: bool, sequential: bool) -> _Concluded:
+    """The summaries, the gate and the summary record of a run whose cases are all counted."""
+    design = suite.design
+    units = {}
+    if not design.plain:
+        keys = tally.clusters if tally.clusters is not None else [None] * tally.cases
+        units = unit_figures(design, suite.metrics, tally.trials or [], keys, confidence)
+    stage_counts = getattr(suite.system, "stage_counts", None)
     remote = caches.pop("remote_stages", {})  # counted by an executor's remote replicas
     if stage_counts is not None:
         counts = stage_counts()
         caches["stages"] = {stage: tuple(a + b for a, b in zip(counts.get(stage, (0, 0)), remote.get(stage, (0, 0))))
                             for stage in {**counts, **remote}}
-
-    summaries, slice_rows = summarize(suite, results, confidence, metrics)
+    summaries, slice_rows = summarize(suite, tally, confidence, metrics)
     decisions: list[Decision] = []
     verdict, exit_code = None, ExitCode.OK
     if suite.policy is not None and not interrupted:
-        by_criterion = {criterion: unit_judgments(results, criterion) for criterion in metrics}
+        by_criterion = {criterion: tally.units(criterion) for criterion in metrics}
         decisions = decide_policy(suite.policy, by_criterion, metrics, confidence, judges, store, not_run)
         verdict, exit_code = gate(decisions, suite.policy.block_on)
-    measured = any(j.observed for r in results for j in r.judgments.values())
     if interrupted:
         state, exit_code = "UNDECIDED/INTERRUPTED", ExitCode.INTERRUPTED
-    elif not measured:  # every case missing (a dead service, say): nothing to decide on, never a PASS
+    elif not tally.measured:  # every case missing (a dead service, say): nothing to decide on, never a PASS
         state = "UNMEASURED/COMPLETE"
         if suite.policy is not None:
             verdict, exit_code = "BLOCK", ExitCode.BLOCKED
@@ -333,26 +429,6 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         "policy": policy_data(suite.policy),
         **units,
     }
-    records = []
-    for r in results:
-        execution = r.execution or Execution(missing="interrupted")
-        record = {"id": r.case.id, "case": r.case.to_data(), **execution.to_data(),
-                  # in the suite's order of criteria, however the judgments arrived (cache hits first)
-                  "judgments": {k: r.judgments[k].to_data() for k in summaries if k in r.judgments}}
-        if r.slices:
-            record["slices"] = r.slices
-        if r.cluster is not None:
-            record["cluster"] = r.cluster
-        if design.trials > 1:  # every trial's execution and judgments; the top level is the first trial's
-            record["trials"] = [{**(e or Execution(missing="interrupted")).to_data(),
-                                 "judgments": {k: j.to_data() for k, j in js.items()}} for e, js in r.trials]
-        records.append(record)
-    store.save_run(header, records, summary)
-    if plugins.pm.hook.oloproof_case_finished.get_hookimpls():  # no per-case cost when nobody listens
-        for r in results:
-            plugins.pm.hook.oloproof_case_finished(run=header, case=r.case, execution=r.execution,
-                                                   judgments=r.judgments)
-    plugins.pm.hook.oloproof_run_finished(run=header, summary=summary)
-    return RunOutcome(run_id=run_id, header=header, results=results, summaries=summaries, slices=slice_rows,
-                      decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches, units=units,
-                      empty_slices=[s.name for s in suite.slices if not any(r.slices.get(s.name) for r in results)])
+    run = RunOutcome(run_id=run_id, header=header, tally=tally, summaries=summaries, slices=slice_rows,
+                     decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches, units=units)
+    return _Concluded(run=run, summary=summary)

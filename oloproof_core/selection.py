@@ -67,14 +67,14 @@ def matches(case: Case, parsed: Sequence[tuple[tuple[str, ...], bool, str]]) -> 
     return True
 
 
-def select(cases: Sequence[Case], selection: Selection) -> tuple[tuple[Case, ...], dict | None]:
+def select(cases: Sequence[Case], selection: Selection) -> tuple[Sequence[Case], dict | None]:
     """The selected cases, in the suite's order, and the record of the selection (None: all of them).
 
     :raises ConfigError: a bad expression, a filter that matches nothing, a sample larger than what
         is left, a limit or sample below 1.
     """
     if not (selection.filters or selection.sample is not None or selection.limit is not None):
-        return tuple(cases), None
+        return cases, None  # as they are: a large case file is not read into memory
     for flag, value in (("--limit", selection.limit), ("--sample", selection.sample)):
         if value is not None and value < 1:
             raise ConfigError(f"must be at least 1, got {value}", where=flag, fix=f"pass {flag} 10, or leave it out")

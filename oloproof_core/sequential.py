@@ -109,7 +109,7 @@ class Sequential:
             the anytime metrics; the runner's own decision function.
         """
         from .execution import execute_cases
-        from .runner import judge_cases
+        from .runner import judge_cases, merge_figures
 
         metrics = {name: AnytimeMetric(metric, self.interval) for name, metric in suite.metrics.items()}
         order, done, executions, judgments = self.order(len(suite.cases)), [], [], []
@@ -122,7 +122,7 @@ class Sequential:
             batch_executions, interrupted = execute_cases(part, plugins, store, figures, use_cache, run_id, progress)
             batch_judgments, stopped = judge_cases(part, store, batch_executions, figures, use_cache, progress)
             interrupted = interrupted or stopped
-            _merge(caches, figures)
+            merge_figures(caches, figures)
             done += batch
             executions += batch_executions
             judgments += batch_judgments
@@ -143,19 +143,6 @@ class Sequential:
         # in the order they ran: the adaptive interval reads them in that order, at every look and at the end
         return Step(indices=done, executions=executions, judgments=judgments, interrupted=interrupted,
                     metrics=metrics, record=record)
-
-
-def _merge(caches: dict, figures: dict) -> None:
-    """Add one batch's cache and usage figures to the run's."""
-    for key in ("execution", "judgment"):
-        hits, misses = figures.get(key, (0, 0))
-        caches[key] = [caches[key][0] + hits, caches[key][1] + misses]
-    for origin, n in figures.get("reused", {}).items():  # an opaque system's executions from the cache
-        caches.setdefault("reused", {})[origin] = caches.get("reused", {}).get(origin, 0) + n
-    for criterion, spent in figures.get("usage", {}).items():
-        total = caches.setdefault("usage", {}).setdefault(criterion, {})
-        for name, value in spent.items():
-            total[name] = total.get(name, 0) + value
 
 
 def judge_calls(suite: Any, cases: Sequence[Any]) -> int:

@@ -116,3 +116,4 @@ def identity(store: Any) -> tuple:
     if path is not None:
         return type(store).__name__, str(Path(path).resolve())
     return type(store).__name__, getattr(store, "shown", id(store))
+

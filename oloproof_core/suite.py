@@ -5,13 +5,14 @@ from __future__ import annotations
 import difflib
 import inspect
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import field, frozen, has
 from attrs import fields as attrs_fields
 
-from .cases import load_cases
+from .cases import CaseStream, load_cases
 from .config import CONVERTER, Document, structure, yaml_path
 from .errors import ConfigError
 from .identity import canonical, digest
@@ -65,7 +66,7 @@ class Suite:
     project_dir: Path
     system: System
     system_kind: str
-    cases: tuple[Case, ...]
+    cases: Sequence[Case]  # a tuple, or a CaseStream reading a large JSONL file again for each pass
     evaluators: tuple[EvaluatorSpec, ...]
     metrics: dict  # criterion -> Metric
     slices: tuple[Slice, ...]
@@ -159,7 +160,9 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     stage_cache = StageCache(store, read=stage_reads) if store is not None else None
     system, kind = load_system(doc, skeleton.system, plugins, project_dir, stage_cache)
     executor_name, executor_made = load_executor(doc, skeleton.executor, plugins, executor)
-    cases = tuple(load_cases(skeleton.cases, project_dir, doc))
+    cases = load_cases(skeleton.cases, project_dir, doc)  # a large JSONL file: checked below, in one pass
+    if not isinstance(cases, CaseStream):
+        cases = tuple(cases)
 
     unit = relevance_unit(doc, skeleton)
     evaluators, metrics = [], {}
@@ -194,11 +197,18 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
             identity["extra"] = dict(extra)
         evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path)))
 
-    for spec in evaluators:  # a case the evaluator cannot read stops here, before anything runs
-        exclude = getattr(spec.evaluator, "exclude", None)
-        if exclude is not None:
-            for case in cases:
-                exclude(case)
+    # a case an evaluator cannot read stops here, before anything runs (one pass over the cases)
+    excluders = [x for x in (getattr(spec.evaluator, "exclude", None) for spec in evaluators) if x is not None]
+
+    def readable(case: Case) -> None:
+        for exclude in excluders:
+            exclude(case)
+
+    if isinstance(cases, CaseStream):
+        cases.check(readable if excluders else None)  # the file's own check, in the same pass
+    elif excluders:
+        for case in cases:
+            readable(case)
 
     slices, slice_criteria = [], {}
     for i, spec in enumerate(skeleton.slices):

@@ -15,41 +15,37 @@ class LocalExecutor:
     """Runs a run's cases ``work.concurrency`` at a time and hands each to ``done`` as it finishes."""
 
     def __init__(self, options: Any = None):
-        pass
+        self.runner: Any = None  # an asynchronous system's event loop, kept across a run's batches
+        self.threads: list[threading.Thread] = []  # a synchronous system's, kept across a run's batches
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
 
     def run(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None]) -> None:
+        """One batch of a run's cases (a run may call it many times, then :meth:`close`)."""
         if work.is_async:
-            import asyncio  # only an asynchronous system's run needs the event loop
+            if self.runner is None:
+                import asyncio  # only an asynchronous system's run needs the event loop
 
-            asyncio.run(self._run_async(work, cases, done))
+                self.runner = asyncio.Runner()  # Ctrl-C cancels the batch's workers, as asyncio.run does
+            self.runner.run(self._run_async(work, cases, done))
             return
         if work.concurrency == 1:  # no thread hand-offs: cheaper, and a debugger sees the system
             for i, case in enumerate(cases):
                 done(i, work.execute(case))
             return
         # ``concurrency`` threads pull cases in order and hand each execution back through one
-        # queue: no future and no wait set per case; ``done`` runs here, in the run's thread
+        # queue: no future and no wait set per case; ``done`` runs here, in the run's thread. The
+        # threads live across the run's batches (``close`` ends them).
         results: queue.SimpleQueue = queue.SimpleQueue()
-        todo, taking, stop = iter(range(len(cases))), threading.Lock(), threading.Event()
-
-        def worker() -> None:
-            try:
-                while not stop.is_set():
-                    with taking:
-                        i = next(todo, None)
-                    if i is None:
-                        return
-                    results.put((i, work.execute(cases[i])))
-            except BaseException as exc:  # noqa: BLE001 - raised in the run's thread, below
-                results.put((None, exc))
-            finally:
-                results.put(None)
-
-        threads = [threading.Thread(target=worker, name=f"oloproof-case-{n}", daemon=True)
-                   for n in range(min(work.concurrency, len(cases)))]
-        for thread in threads:
+        wanted = min(work.concurrency, len(cases))
+        stop = threading.Event()
+        job = (work, cases, iter(range(len(cases))), threading.Lock(), stop, results)
+        while len(self.threads) < wanted:
+            thread = threading.Thread(target=self._worker, name=f"oloproof-case-{len(self.threads)}", daemon=True)
             thread.start()
-        running = len(threads)
+            self.threads.append(thread)
+        for _ in range(wanted):
+            self.jobs.put(job)
+        running = wanted
         try:
             while running:
                 item = results.get()
@@ -62,6 +58,22 @@ class LocalExecutor:
                 done(i, result)
         finally:  # on Ctrl-C or an error, the cases in flight finish and no other starts
             stop.set()
+
+    def _worker(self) -> None:
+        """One thread: the cases of each batch it is given, until ``close``."""
+        while (job := self.jobs.get()) is not None:
+            work, cases, todo, taking, stop, results = job
+            try:
+                while not stop.is_set():
+                    with taking:
+                        i = next(todo, None)
+                    if i is None:
+                        break
+                    results.put((i, work.execute(cases[i])))
+            except BaseException as exc:  # noqa: BLE001 - raised in the run's thread
+                results.put((None, exc))
+            finally:
+                results.put(None)
 
     async def _run_async(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None]) -> None:
         """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
@@ -79,7 +91,19 @@ class LocalExecutor:
         finally:
             for task in workers:
                 task.cancel()
-            await work.aclose()
+
+    def close(self, work: Any) -> None:
+        """After a run's last batch: the threads told to end (one still finishing a case after
+        Ctrl-C is not waited for), the system's connections closed, then the event loop."""
+        for _ in self.threads:
+            self.jobs.put(None)
+        self.threads = []
+        if self.runner is not None:
+            try:
+                self.runner.run(work.aclose())
+            finally:
+                self.runner.close()
+                self.runner = None
 
 
 @hookimpl

@@ -148,6 +148,9 @@ class RayExecutor:
 
         if importlib.util.find_spec("ray") is None:
             _ray()  # says how to install it
+        self.actors: list = []  # the replicas and the reader, across a run's batches
+        self.replicas: list = []
+        self.started = False
 
     def _connect(self, ray: Any, project_dir: str) -> bool:
         """Join (or start) the cluster with the project as the working directory; True when this
@@ -168,24 +171,48 @@ class RayExecutor:
                  log_to_driver=False, configure_logging=False)
         return True
 
+    def _start(self, ray: Any, work: Any) -> list:
+        """The replicas (and the stage-cache reader), made at a run's first batch and kept until
+        :meth:`close`."""
+        if self.actors:
+            return self.actors
+        o = self.options
+        self.started = self._connect(ray, work.recipe.project_dir)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        reader = None
+        if work.store_opener is not None and work.recipe.stage_reads:
+            here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+            reader = ray.remote(num_cpus=0)(StageReader).options(scheduling_strategy=here).remote(work.store_opener)
+            self.actors.append(reader)  # killed with the replicas
+        remote = ray.remote(Replica).options(num_cpus=o.num_cpus, num_gpus=o.num_gpus, max_restarts=-1,
+                                             max_task_retries=o.max_retries)
+        self.replicas = [remote.remote(work.recipe, reader) for _ in range(o.replicas)]
+        self.actors.extend(self.replicas)
+        return self.actors
+
+    def close(self, work: Any) -> None:
+        """After a run's last batch: the replicas stopped, and Ray shut down if the run started it."""
+        if not self.actors and not self.started:
+            return
+        ray = _ray()
+        for actor in self.actors:
+            ray.kill(actor)
+        self.actors, self.replicas = [], []
+        if self.started:
+            ray.shutdown()
+            self.started = False
+
     def run(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None]) -> None:
+        """One batch of a run's cases (a run may call it many times, then :meth:`close`)."""
         if not cases:
             return
         ray = _ray()
         o = self.options
-        started = self._connect(ray, work.recipe.project_dir)
-        actors: list = []
         in_flight: dict = {}
         try:
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            reader = None
-            if work.store_opener is not None and work.recipe.stage_reads:
-                here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
-                reader = ray.remote(num_cpus=0)(StageReader).options(scheduling_strategy=here).remote(work.store_opener)
-            remote = ray.remote(Replica).options(num_cpus=o.num_cpus, num_gpus=o.num_gpus, max_restarts=-1,
-                                                 max_task_retries=o.max_retries)
-            actors = [remote.remote(work.recipe, reader) for _ in range(o.replicas)]
+            self._start(ray, work)
+            actors = self.replicas
             batches = deque(list(range(k, min(k + o.batch_size, len(cases))))
                             for k in range(0, len(cases), o.batch_size))
             load = {i: 0 for i in range(len(actors))}
@@ -223,11 +250,6 @@ class RayExecutor:
             for ref in in_flight:
                 ray.cancel(ref)
             raise
-        finally:
-            for actor in actors:
-                ray.kill(actor)
-            if started:
-                ray.shutdown()
 
 
 @hookimpl

@@ -365,7 +365,7 @@ def test_a_suite_runs_with_trials_from_python(project, monkeypatch):
     monkeypatch.delitem(sys.modules, "app", raising=False)
     outcome = oloproof.run(project.root / "oloproof.yaml", trials=2)
     assert outcome.caches["execution"] == [0, 8]
-    assert [len(r.trials) for r in outcome.results] == [2, 2, 2, 2]
+    assert [len(t) for t in outcome.tally.trials] == [2, 2, 2, 2]
     assert outcome.units["instability"]["answer_correct"]["unstable"] == 0  # a deterministic system
     assert outcome.summaries["answer_correct.pass_all_k"].cells[2] == "3 / 4 observed · 0 missing · 0 excluded"
 
