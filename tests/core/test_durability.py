@@ -172,3 +172,46 @@ def test_a_diagnosis_killed_part_way_leaves_no_child_run(project):
     done = project.run("diagnose", runs[0], "--intervention", "gold-context", "--criterion", "answer_correct")
     assert done.code == 0, done
     assert len(project.runs()) == 3
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_some_batches_is_unfinished_and_the_next_run_removes_it(project):
+    """A streaming run writes its batches as they finish; killed (SIGKILL) after the first, it is
+    in no listing, `store check` calls it unfinished (not damage), and the next run clears it."""
+    project.write("app.py", """
+        import time
+        from oloproof import system
+
+        @system(name="echo", version="1")
+        def run(input):
+            time.sleep(0.002)
+            return {"answer": input["q"]}
+    """)
+    project.cases([case(i) for i in range(2_600)])  # two batches of 2,000 and 600
+    proc = start(project, "run")
+    db = project.root / ".oloproof" / "store.db"
+    deadline = time.monotonic() + 90
+    stored = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(sqlite3.Error):
+            with contextlib.closing(sqlite3.connect(db)) as con:
+                stored = con.execute("SELECT COUNT(*) FROM run_cases").fetchone()[0]
+        if stored:
+            break
+        time.sleep(0.05)
+    assert stored == 2_000 and proc.poll() is None, "the first batch is stored while the run goes on"
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert project.runs() == []
+    listed = project.run("runs")
+    assert "run_" not in listed.out
+    check = project.run("store", "check")
+    assert check.code == 0, check
+    assert "Unfinished: 1 run begun and not finished (2000 case records, seen by no command)" in check.out, check
+    assert "No damage found" in check.out
+    again = project.run("run")
+    assert again.code == 0, again
+    hits = int(re.search(r"Cache: execution (\d+) hit/(\d+) miss", again.out).group(1))
+    assert hits >= 2_000, "the killed run's finished cases are reused"
+    check = project.run("store", "check")
+    assert "Unfinished" not in check.out and "1 run (2600 case records)" in check.out, check
