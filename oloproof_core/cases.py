@@ -72,7 +72,7 @@ def make_case(obj: dict, where: str, at: str) -> Case:
                 metadata=obj.get("metadata", {}), source=where if at == "$" else f"{where}: {at}")
 
 
-HELD_BYTES = 16_000_000  # a larger JSONL file is read again by each pass over its cases, never held whole
+HELD_BYTES = 2_000_000  # a larger JSONL file (some 10,000 cases) is read again by each pass, never held whole
 
 
 def _jsonl(path: Path) -> Sequence[Case]:
