@@ -23,7 +23,7 @@ def _entry_points() -> list:
     return sorted(entry_points(group=GROUP), key=lambda ep: ep.name)
 
 
-def _about(dist: Any) -> tuple[str, str]:
+def name_and_version(dist: Any) -> tuple[str, str]:
     """A distribution's name and version, read from the head of its metadata file: the two
     fields are single-line headers, and the email parser behind ``dist.metadata`` costs more to
     import than most plugins do."""
@@ -62,7 +62,7 @@ def make_plugin_manager(*, entry_points: bool = True, disabled: Iterable[str] = 
         if pm.is_blocked(ep.name) or pm.has_plugin(ep.name):
             continue
         if id(ep.dist) not in about:  # each distribution's metadata read once
-            about[id(ep.dist)] = _about(ep.dist)
+            about[id(ep.dist)] = name_and_version(ep.dist)
         dist = about[id(ep.dist)]
         try:
             pm.register(ep.load(), name=ep.name)
