@@ -58,14 +58,14 @@ def test_a_slow_answer_is_a_timeout_through_the_session_and_through_httpx(fault_
         if make is not None:
             http.make_client = make
 
-        async def send():
+        async def send(http):
             try:
                 return await http.request(Case(q="answer slow", mode="slow"))
             finally:
                 await http.aclose()
 
         with pytest.raises(CaseMissing) as raised:
-            asyncio.run(send())
+            asyncio.run(send(http))
         assert raised.value.reason == "timeout", make
         assert http.bounded is (make is None)
 
