@@ -245,8 +245,11 @@ class HttpSystem:
                                            allow_redirects=False) as response:
                 headers = response.headers
                 declared = headers.get("Content-Length", "")
-                if declared.isdigit() and int(declared) <= self.options.max_response_bytes:
-                    return response.status, headers, await response.read()  # no more than declared
+                # a plain body of a declared length within the limit is read at once; a compressed
+                # or chunked one is counted as it is read (its declared length says nothing of it)
+                if (declared.isdigit() and int(declared) <= self.options.max_response_bytes
+                        and "Content-Encoding" not in headers and "Transfer-Encoding" not in headers):
+                    return response.status, headers, await response.read()
                 return response.status, headers, await self.body(headers, response.content.iter_any())
         async with self.client.stream(self.method, str(self.url), content=content, headers=JSON) as response:
             return response.status_code, response.headers, await self.body(response.headers, response.aiter_bytes())

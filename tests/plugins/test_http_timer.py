@@ -5,9 +5,12 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from conftest import Served
 from test_http import serve_faults
 
 from oloproof import CaseMissing, SystemContext
@@ -87,3 +90,40 @@ def test_a_body_of_exactly_max_response_bytes_is_read_whole(fault_server):
         asyncio.run(send(199))
     assert raised.value.reason == "response_too_large: 200 bytes, over max_response_bytes 199"
 
+
+
+class Compressed(BaseHTTPRequestHandler):
+    """A gzip body of a few hundred bytes that inflates to 100,000."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        data = gzip.compress(json.dumps({"answer": "x" * 100_000}).encode("utf-8"))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args) -> None:
+        pass
+
+
+def test_a_compressed_body_is_counted_as_it_inflates_not_by_its_declared_length():
+    served = Served(Compressed)
+    try:
+        async def send(limit: int):
+            http = system(served.url, max_response_bytes=limit, retries=0)
+            try:
+                return await http.request(Case(q="zipped"))
+            finally:
+                await http.aclose()
+
+        assert asyncio.run(send(200_000)) == {"answer": "x" * 100_000}
+        with pytest.raises(CaseMissing) as raised:
+            asyncio.run(send(5_000))  # the declared length (a few hundred bytes) is within it
+        assert raised.value.reason == "response_too_large: over max_response_bytes 5000"
+    finally:
+        served.stop()
