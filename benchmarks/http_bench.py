@@ -208,7 +208,7 @@ async def request_loop(transport: str, url: str, concurrency: int, requests: int
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
 
         async def one(i: int) -> None:
-            async with session.post(url, json={"question": f"question {i}"}) as response:
+            async with session.post(url, json={"question": f"question number {i}"}) as response:
                 await response.json()
 
         close = session.close
@@ -218,7 +218,7 @@ async def request_loop(transport: str, url: str, concurrency: int, requests: int
         session = maker_for(transport)(SimpleNamespace(concurrency=concurrency, timeout=30.0), {})()
 
         async def one(i: int) -> None:
-            content = json.dumps({"question": f"question {i}"}).encode("utf-8")
+            content = json.dumps({"question": f"question number {i}"}).encode("utf-8")
             async with session.post(url, data=content, headers={"Content-Type": "application/json"},
                                     allow_redirects=False) as response:
                 json.loads(await response.read())
@@ -230,7 +230,7 @@ async def request_loop(transport: str, url: str, concurrency: int, requests: int
         client = maker_for(transport)(SimpleNamespace(concurrency=concurrency, timeout=30.0), {})()
 
         async def one(i: int) -> None:
-            response = await client.request("POST", url, json={"question": f"question {i}"})
+            response = await client.request("POST", url, json={"question": f"question number {i}"})
             response.json()
 
         close = client.aclose

@@ -10,8 +10,9 @@ load average is printed at the start and the end.
 
 - HTTP, 1,000 cases against a local stand-in service (benchmarks/http_bench.py's server, in its own
   process) at 50 ms with concurrency 16 and 64: wall of ``oloproof run`` ÷ wall of a bare aiohttp
-  client loop sending the same 1,000 requests at the same concurrency (a whole ``python`` process
-  too: start-up, ``import aiohttp``, the loop), target ≤ 1.2; at 0 ms and concurrency 64, the
+  client loop sending the same 1,000 requests (the cases' inputs as JSON bodies, to the same server)
+  at the same concurrency (a whole ``python`` process too: start-up, ``import aiohttp``, the loop),
+  target ≤ 1.2; at 0 ms and concurrency 64, the
   throughput of ``oloproof run`` ÷ the bare loop's, target ≥ 0.8;
 - a cached re-run of 1,000 cases (a no-op callable, every execution and judgment from the caches):
   its wall minus the wall of ``oloproof --help``, target ≤ 0.5 s;

@@ -779,4 +779,9 @@ def main() -> None:
             except (OSError, ValueError):
                 pass
         os._exit(code)
+    # The command is done: what is garbage now is collected once (a store's connection, closed
+    # and checkpointed), and what is left is frozen, so the interpreter's exit frees it without
+    # traversing it all again (a tenth of the CPU of a 1,000-case run; docs/http.md)
+    gc.collect()
+    gc.freeze()
     sys.exit(code)

@@ -17,7 +17,7 @@ from typing import Any
 from attrs import frozen
 
 from .errors import ArtifactError, CaseMissing, ConfigError
-from .identity import combine, digest
+from .identity import canonical, combine, digest
 from .model import Case, Execution
 from .plugins import Plugins
 from .recording import Recorder, call_with_recorder
@@ -47,8 +47,8 @@ def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugi
 
 
 def _json_safe(output: Any, case: Case) -> Any:
-    from .identity import canonical
-
+    if output is None or type(output) in (str, int, bool):  # JSON whatever the value: nothing to check
+        return output
     try:  # serialised once: NaN and Infinity are not JSON a strict parser reads
         canonical(output, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -161,11 +161,13 @@ def _package_version(top: str) -> Any:
     the standard library."""
     import importlib_metadata as metadata  # what the plugin manager already loaded
 
+    from .plugins import name_and_version
+
     if top in sys.stdlib_module_names or top in sys.builtin_module_names:
         return None
     for name in dict.fromkeys((top, top.replace("_", "-"))):
         try:  # the usual case: the distribution is named like its package (numpy, httpx, attrs)
-            return [name, metadata.version(name)]
+            return [name, name_and_version(metadata.distribution(name))[1]]
         except (metadata.PackageNotFoundError, ValueError):
             pass
     found = _distribution_listing(top)

@@ -136,8 +136,11 @@ def client_maker(options: Options, headers: dict[str, str]) -> Callable[[], Any]
 
     def make() -> Any:
         connector = aiohttp.TCPConnector(limit=options.concurrency or 0, limit_per_host=0)
+        # the total covers one attempt, connecting to reading the whole body; never rounded up
+        # to a whole second (aiohttp's default above 5 s)
+        timeout = aiohttp.ClientTimeout(total=options.timeout, ceil_threshold=float("inf"))
         return aiohttp.ClientSession(connector=connector, headers=headers, cookie_jar=aiohttp.DummyCookieJar(),
-                                     timeout=aiohttp.ClientTimeout(total=options.timeout))
+                                     timeout=timeout)
 
     return make
 
@@ -174,6 +177,7 @@ class HttpSystem:
             raise ConfigError(f"url {options.url!r} is not a valid URL: {exc}", fix="write http://host:port/path") from None
         self.make_client = client_maker(options, self.headers)
         self.client: Any = None
+        self.bounded = False  # whether the client's own timeout bounds each attempt (bounds_attempts)
 
     async def aclose(self) -> None:
         if self.client is not None:
@@ -195,17 +199,22 @@ class HttpSystem:
 
         if self.client is None:  # made on the runner's event loop, which aiohttp binds to
             self.client = self.make_client()
+            self.bounded = bounds_attempts(self.client, self.options.timeout)
         options = self.options
         try:
             content = json.dumps(dict(case.input), ensure_ascii=False, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise CaseMissing(f"request_error: the input is not JSON: {exc}") from None
         for attempt in range(options.retries + 1):
-            await self.limiter.wait()
+            if self.limiter.interval:
+                await self.limiter.wait()
             wait = None
             try:
-                async with asyncio.timeout(options.timeout):
+                if self.bounded:  # the client's own timeout ends the attempt: no second timer
                     status, headers, body = await self.send(content)
+                else:
+                    async with asyncio.timeout(options.timeout):
+                        status, headers, body = await self.send(content)
             except TooLarge as exc:
                 raise CaseMissing(f"response_too_large: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - sorted below: a transport failure is retried
@@ -234,8 +243,14 @@ class HttpSystem:
         if not hasattr(self.client, "stream"):  # aiohttp's session
             async with self.client.request(self.method, self.url, data=content, headers=JSON,
                                            allow_redirects=False) as response:
-                return response.status, response.headers, await self.body(response.headers,
-                                                                          response.content.iter_any())
+                headers = response.headers
+                declared = headers.get("Content-Length", "")
+                # a plain body of a declared length within the limit is read at once; a compressed
+                # or chunked one is counted as it is read (its declared length says nothing of it)
+                if (declared.isdigit() and int(declared) <= self.options.max_response_bytes
+                        and "Content-Encoding" not in headers and "Transfer-Encoding" not in headers):
+                    return response.status, headers, await response.read()
+                return response.status, headers, await self.body(headers, response.content.iter_any())
         async with self.client.stream(self.method, str(self.url), content=content, headers=JSON) as response:
             return response.status_code, response.headers, await self.body(response.headers, response.aiter_bytes())
 
@@ -255,6 +270,14 @@ class HttpSystem:
 
 
 JSON = {"Content-Type": "application/json"}
+
+
+def bounds_attempts(client: Any, seconds: float) -> bool:
+    """Whether ``client`` ends each attempt after ``seconds`` by itself: an aiohttp session whose
+    total timeout (never rounded up) is that. Else each attempt runs under ``asyncio.timeout``."""
+    timeout = getattr(client, "timeout", None)
+    return (type(timeout).__module__.startswith("aiohttp") and getattr(timeout, "total", None) == seconds
+            and getattr(timeout, "ceil_threshold", 0) >= seconds)
 
 
 class TooLarge(Exception):

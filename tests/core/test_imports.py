@@ -47,3 +47,33 @@ def test_a_run_of_a_proportion_needs_neither_numpy_nor_scipy(project):
     modules = imported(result.err)
     assert not roots(modules) & set(HEAVY), sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert "asyncio" not in roots(modules)  # a synchronous system's run has no event loop
+
+
+def test_a_command_exits_with_its_store_closed(project):
+    """The CLI collects once and freezes the rest before exiting (cli.main): the store's
+    connection is closed by then, so the write-ahead log is checkpointed and removed."""
+    project.cases([case(1), case(2, ok=False)])
+    for _ in range(2):  # a new store, then one holding a run
+        assert olo("run", cwd=project.root).code == 0
+        assert sorted(p.name for p in (project.root / ".oloproof").iterdir()) == ["store.db"]
+
+
+def test_distribution_names_and_versions_are_read_as_the_email_parser_reads_them():
+    """Plugin loading and fingerprints read a distribution's name and version from the head of
+    its metadata, without the email parser; the parser (importlib_metadata) is the reference."""
+    import importlib_metadata
+
+    from oloproof_core.plugins import name_and_version
+
+    checked = 0
+    for dist in importlib_metadata.distributions():
+        assert name_and_version(dist) == (dist.metadata["Name"], dist.metadata["Version"]), dist
+        checked += 1
+    assert checked > 10
+    assert name_and_version(None) == ("<unknown>", "")
+
+
+def test_loading_the_plugins_parses_no_email_headers(project):
+    result = olo("plugins", cwd=project.root, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.code == 0 and "http " in result.out, result
+    assert "email.parser" not in imported(result.err)
