@@ -73,6 +73,9 @@ class LocalStore:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._batch = 0
+        self._owner: int | None = None  # the thread whose write transaction is open
+        self._reader: sqlite3.Connection | None = None  # reads by other threads (see _read)
+        self._read_lock = threading.Lock()
         # integrity columns, or NULL where a store opened read-only was made before them
         self.seal, self.case_sum, self.cache_sum, self.object_sum = "seal", "checksum", "checksum", "checksum"
         self.writers = True  # the writers table is there (a store made before it, opened read-only: not)
@@ -151,9 +154,28 @@ class LocalStore:
         return db
 
     def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._db is not None:
             self._db.close()
             self._db = None
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """The connection a cache read uses. A thread with no write transaction of its own reads
+        through a second connection, which in WAL mode sees the last commit without waiting for
+        another thread's write (a run's cache writers commit while its cases are looked up); the
+        thread writing (or a read-only store) reads through the one connection."""
+        db = self.db
+        if self.read_only or self._owner == threading.get_ident():
+            with self._guard(), self._lock:
+                yield db
+            return
+        with self._guard(), self._read_lock:
+            if self._reader is None:
+                self._reader = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+            yield self._reader
 
     @contextlib.contextmanager
     def _guard(self) -> Iterator[None]:
@@ -189,16 +211,19 @@ class LocalStore:
             outer = self._batch == 0
             if outer:
                 self.db.execute("BEGIN IMMEDIATE")
+                self._owner = threading.get_ident()
             self._batch += 1
             try:
                 yield
             except BaseException:
                 self._batch -= 1
                 if outer:
+                    self._owner = None
                     self.db.execute("ROLLBACK")
                 raise
             self._batch -= 1
             if outer:
+                self._owner = None
                 self.db.execute("COMMIT")
 
     def _write(self):
@@ -214,9 +239,9 @@ class LocalStore:
         for start in range(0, len(keys), CHUNK):
             part = keys[start:start + CHUNK]
             marks = ",".join("?" * len(part))
-            with self._guard(), self._lock:
-                rows = self.db.execute(f"SELECT key, value, {self.cache_sum} FROM cache WHERE ns = ? AND key IN ({marks})",
-                                       [ns, *part]).fetchall()
+            with self._read() as db:
+                rows = db.execute(f"SELECT key, value, {self.cache_sum} FROM cache WHERE ns = ? AND key IN ({marks})",
+                                  [ns, *part]).fetchall()
             for key, value, stored in rows:
                 if stored is None:  # written before checksums: recomputed, as when in doubt
                     continue
