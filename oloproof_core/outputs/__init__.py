@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,19 @@ def schema() -> dict:
 
 def to_json(view: Mapping[str, Any]) -> str:
     return json.dumps(view, indent=2, ensure_ascii=False) + "\n"
+
+
+def to_json_chunks(view: Mapping[str, Any], key: str, items: Iterable[Any]) -> Iterator[str]:
+    """``to_json({**view, key: list(items)})`` in pieces, ``items`` read one at a time: a list as
+    long as a run is never held (``key`` is the document's last key)."""
+    tail = f"  {json.dumps(key, ensure_ascii=False)}: []\n}}\n"
+    yield to_json({**view, key: []}).removesuffix(tail) + tail[:-4]
+    first = True
+    for item in items:
+        text = json.dumps(item, indent=2, ensure_ascii=False)
+        yield ("\n" if first else ",\n") + "\n".join("    " + line for line in text.split("\n"))
+        first = False
+    yield ("]" if first else "\n  ]") + "\n}\n"
 
 
 def _write(path: str, text: str) -> None:

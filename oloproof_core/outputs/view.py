@@ -111,8 +111,11 @@ def _missing(records: Iterable[Mapping[str, Any]]) -> dict:
             "reasons": [{"reason": reason, "cases": n} for reason, n in reasons.most_common()]}
 
 
-def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict:
-    """A stored run (its header, summary and case records) as the ``oloproof.run`` document."""
+def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> dict:
+    """A stored run (its header, summary and case records) as the ``oloproof.run`` document.
+
+    :param records: read once, in one pass that counts the missing cases' reasons (a store's
+        ``run_cases`` streams them)."""
     policy = summary.get("policy")
     block_on = list(policy["block_on"]) if policy else []
     metrics = {name: _metric(name, m) for name, m in summary["metrics"].items()}
