@@ -194,13 +194,17 @@ def change_of(entry: Mapping[str, str]) -> str:
 def changed_cases(candidate: Mapping[str, Mapping], baseline: Mapping[str, Mapping], ids: Sequence[str],
                   criteria: Sequence[str]) -> list[dict]:
     """The paired cases whose verdict on a criterion changed: passed, failed or missing, either way."""
+    return [entry for case_id in ids for entry in case_changes(candidate[case_id], baseline[case_id], criteria)]
+
+
+def case_changes(candidate: Mapping[str, Any], baseline: Mapping[str, Any], criteria: Sequence[str]) -> list[dict]:
+    """One paired case's changed verdicts (its two records), as :func:`changed_cases` lists them."""
     verdicts = ("pass", "fail", "missing")
     out = []
-    for case_id in ids:
-        for criterion in criteria:
-            x = candidate[case_id]["judgments"].get(criterion)
-            y = baseline[case_id]["judgments"].get(criterion)
-            if x and y and x["status"] != y["status"] and x["status"] in verdicts and y["status"] in verdicts:
-                out.append({"case": case_id, "criterion": criterion, "baseline": y["status"],
-                            "candidate": x["status"]})
+    for criterion in criteria:
+        x = candidate["judgments"].get(criterion)
+        y = baseline["judgments"].get(criterion)
+        if x and y and x["status"] != y["status"] and x["status"] in verdicts and y["status"] in verdicts:
+            out.append({"case": candidate["id"], "criterion": criterion, "baseline": y["status"],
+                        "candidate": x["status"]})
     return out
