@@ -116,11 +116,28 @@ def commands() -> dict[str, list[str]]:
         "compare": ["compare", CANDIDATE, BASELINE, *policy],
         "compare-all": ["compare", CANDIDATE, BASELINE, *policy, "--slices", "--cases"],
         "compare-json": ["compare", CANDIDATE, BASELINE, *policy, "--format", "json"],
+        "compare-files": ["compare", CANDIDATE, BASELINE, *policy, "--junit", "out/junit.xml", "--junit-cases",
+                          "--json", "out/compare.json", "--markdown", "out/compare.md"],
+        "export": ["export", CANDIDATE],
     }
 
 
-if __name__ == "__main__":  # print the digests of each command's output (to pin them)
+# the files a command writes, digested with its output
+FILES = {"compare-files": ["out/junit.xml", "out/compare.json", "out/compare.md"],
+         "export": [f".oloproof/bundles/{CANDIDATE}/cases.jsonl", f".oloproof/bundles/{CANDIDATE}/run.json"]}
+
+
+def fingerprint(root: Path, name: str, stdout: bytes) -> str:
+    """sha256 of a command's standard output and of the files it wrote."""
     import hashlib
+
+    h = hashlib.sha256(stdout)
+    for path in FILES.get(name, []):
+        h.update(b"\0" + (root / path).read_bytes())
+    return h.hexdigest()
+
+
+if __name__ == "__main__":  # print the digests of each command's output (to pin them)
     import os
     import subprocess
     import sys
@@ -133,5 +150,5 @@ if __name__ == "__main__":  # print the digests of each command's output (to pin
             for name, argv in commands().items():
                 proc = subprocess.run([sys.executable, "-m", "oloproof", *argv], cwd=root, capture_output=True,
                                       env={**os.environ, "NO_COLOR": "1"})
-                print(json.dumps([variant, name, proc.returncode, hashlib.sha256(proc.stdout).hexdigest(),
+                print(json.dumps([variant, name, proc.returncode, fingerprint(root, name, proc.stdout),
                                   proc.stderr.decode()[-300:]]))
