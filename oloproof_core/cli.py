@@ -297,6 +297,9 @@ def find_case(store, run_id: str, case_id: str) -> dict | None:
     return next((r for r in store.run_cases(run_id) if r["id"] == case_id), None)
 
 
+HTML_CASES = 10_000  # the largest run `export --html` writes (every case's page in one file)
+
+
 @cli.command()
 @click.argument("run_id")
 @click.option("--html", "html_file", default=None, metavar="FILE", type=click.Path(dir_okay=False),
@@ -312,6 +315,14 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
     if html_file is not None:
         from .viewer import export_html
 
+        if not run_id.startswith("sha256:"):  # a report that holds every case's page: see docs/viewer.md
+            shown = store.resolve_run(run_id)
+            cases = int(store.get_run(shown)[0].get("cases") or 0)
+            if cases > HTML_CASES:
+                raise ConfigError(f"run {shown} has {cases:,} cases, and an HTML report, which holds every case's "
+                                  f"page, is made for runs of up to {HTML_CASES:,}", where="--html",
+                                  fix=f"write the bundle with `oloproof export {shown}` (cases.jsonl), or list the "
+                                      f"failures with `oloproof inspect {shown} --failures`")
         target = Path(html_file).resolve()
         write_file(target.parent, target.name, [export_html(store, project.plugins, run_id)])
         click.echo(f"Wrote {html_file}")

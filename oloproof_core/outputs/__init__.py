@@ -39,10 +39,12 @@ def to_json_chunks(view: Mapping[str, Any], key: str, items: Iterable[Any]) -> I
     yield ("]" if first else "\n  ]") + "\n}\n"
 
 
-def _write(path: str, text: str) -> None:
+def _write(path: str, text: str | Iterable[str]) -> None:
+    """Write ``text``, or its pieces one after another."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    with target.open("w", encoding="utf-8") as handle:
+        handle.writelines([text] if isinstance(text, str) else text)
 
 
 def write_outputs(view: Mapping[str, Any], *, junit: str | None = None, json_file: str | None = None,
@@ -55,9 +57,9 @@ def write_outputs(view: Mapping[str, Any], *, junit: str | None = None, json_fil
 
     try:
         if junit:
-            from .junit import render_junit
+            from .junit import junit_chunks
 
-            _write(junit, render_junit(view, records))
+            _write(junit, junit_chunks(view, records))
         if json_file:
             _write(json_file, to_json(view))
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
