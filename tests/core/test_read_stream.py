@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 import read_stream_data as data
+from conftest import olo
 from oloproof_core.cli import cli
 
 PINNED = {
@@ -92,3 +93,15 @@ def test_compare_joins_runs_listed_in_another_order(tmp_path: Path, monkeypatch)
         result = CliRunner().invoke(cli, data.commands()["compare-all"], catch_exceptions=False)
         ids.append(result.output)
     assert ids[0] == ids[1] and ids[0].startswith("Comparison sha256:")
+
+
+@pytest.mark.slow
+def test_export_html_refuses_a_run_too_large_for_one_page(tmp_path: Path) -> None:
+    root = data.build(tmp_path / "p", n=10_001)
+    result = olo("export", data.CANDIDATE, "--html", "report.html", cwd=root)
+    assert result.code == 2 and result.out == ""
+    assert result.err == (
+        f"error: --html: run {data.CANDIDATE} has 10,001 cases, and an HTML report, which holds every case's page, "
+        f"is made for runs of up to 10,000; fix: write the bundle with `oloproof export {data.CANDIDATE}` "
+        f"(cases.jsonl), or list the failures with `oloproof inspect {data.CANDIDATE} --failures`\n")
+    assert not (root / "report.html").exists()
