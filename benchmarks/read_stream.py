@@ -9,7 +9,10 @@ records, the baseline in the candidate's order) are written through the local st
 (``ru_maxrss``). ``store only`` is a process that opens the store and iterates ``run_cases`` of
 the candidate, keeping nothing: what reading the run costs the store itself, the floor under every
 command. ``compare --join`` compares with a baseline stored shuffled (the join by id, whose memory
-grows with the run: see docs/compare.md). Informative only: the script exits 0 whatever the
+grows with the run: see docs/compare.md). ``compare, no change`` compares the candidate with itself: the
+pairing alone, with no changed verdict to keep (in the fixture about a third of the pairs change
+verdict on each criterion, and compare keeps every changed verdict, as the stored comparison lists
+them). Informative only: the script exits 0 whatever the
 figures are.
 """
 
@@ -66,6 +69,7 @@ def main() -> None:
         "export": [OLOPROOF, "export", data.CANDIDATE],
         "compare": [OLOPROOF, "compare", data.CANDIDATE, data.BASELINE, *policy],
         "compare --join": [OLOPROOF, "compare", data.CANDIDATE, data.BASELINE, *policy],
+        "compare, no change": [OLOPROOF, "compare", data.CANDIDATE, data.CANDIDATE, *policy],
     }
     print(f"# read_stream: load average at start {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d')}")
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
