@@ -280,7 +280,8 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
         click.echo(to_json(run_view(header, summary, store.run_cases(run_id))), nl=False)
     elif failures:
         _echo_stream(render_failures(store.run_cases(run_id)))
-    else:  # the header's case count: nothing of the cases is read
+    else:  # the header's case count; the first record asked for, so the store checks the run's seal
+        next(iter(store.run_cases(run_id)), None)
         _echo([f"Run {run_id} [{summary['state']}]",
                f"System: {header['system']['name']} {header['system']['version']}",
                f"Cases: {header['cases']}", f"Gate: {summary['gate'] or 'none'}"]
