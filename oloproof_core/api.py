@@ -54,4 +54,4 @@ def evaluate(config: str | Path = "oloproof.yaml", **options: Any) -> dict:
     outcome = run(config, **options)
     store = Project(str(config)).reader()
     header, summary = store.get_run(outcome.run_id)
-    return run_view(header, summary, list(store.run_cases(outcome.run_id)))
+    return run_view(header, summary, store.run_cases(outcome.run_id))

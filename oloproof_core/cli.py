@@ -23,6 +23,16 @@ def _echo(lines) -> None:
     click.echo("\n".join(shown(list(lines))))
 
 
+def _echo_stream(lines, chunk: int = 1000) -> None:
+    """Print ``lines`` as they come, a thousand at a time, as :func:`_echo` would (for listings
+    with no table, which is fitted to the terminal whole)."""
+    from itertools import islice
+
+    lines = iter(lines)
+    while part := list(islice(lines, chunk)):
+        _echo(part)
+
+
 class Project:
     """The project a command works on: its config file, plugins and store, opened lazily."""
 
@@ -193,9 +203,9 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
         from .outputs.view import run_view
 
         header, summary = project.store.get_run(outcome.run_id)
-        records = list(project.store.run_cases(outcome.run_id))
-        write_outputs(run_view(header, summary, records), junit=junit, json_file=json_file, markdown=markdown,
-                      records=records if junit_cases else None)
+        cases = project.store.run_cases  # streamed: once for the view, once more for --junit-cases
+        write_outputs(run_view(header, summary, cases(outcome.run_id)), junit=junit, json_file=json_file,
+                      markdown=markdown, records=cases(outcome.run_id) if junit_cases else None)
     _warn_damaged(project.store)
     sys.exit(int(outcome.exit_code))
 
@@ -242,36 +252,53 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
         return
     run_id = store.resolve_run(run_or_object_id)
     header, summary = store.get_run(run_id)
-    records = list(store.run_cases(run_id))
+    # the run's records are streamed, never held: a run of a million cases reads in flat memory
     if case_id is not None:
-        found = [r for r in records if r["id"] == case_id]
-        if not found:
+        record = find_case(store, run_id, case_id)
+        if record is None:
             raise OloproofError(f"run {run_id} has no case {case_id!r}",
                                 fix="list its failing cases with --failures")
         if fmt == "json":  # the stored record, unchanged
-            click.echo(json.dumps(found[0], indent=2, ensure_ascii=False))
+            click.echo(json.dumps(record, indent=2, ensure_ascii=False))
         else:  # the viewer's case page, as text
             from .outputs.case import render_case
             from .outputs.terminal import text_width
             from .views import case_view
 
-            _echo(render_case(case_view(store, lambda _: records, run_id, case_id), text_width()))
+            _echo(render_case(case_view(store, lambda _: [record], run_id, case_id), text_width()))
+    elif fmt == "json" and failures:
+        from .outputs import to_json_chunks
+        from .outputs.view import run_ref
+
+        for chunk in to_json_chunks({"run": run_ref(header)}, "failures",
+                                    (r for r in store.run_cases(run_id) if is_failure(r))):
+            click.echo(chunk, nl=False)
     elif fmt == "json":
         from .outputs import to_json
         from .outputs.view import run_view
 
-        view = run_view(header, summary, records)
-        if failures:
-            view = {"run": view["run"], "failures": [r for r in records if is_failure(r)]}
-        click.echo(to_json(view), nl=False)
+        click.echo(to_json(run_view(header, summary, store.run_cases(run_id))), nl=False)
     elif failures:
-        _echo(render_failures(records))
-    else:
+        _echo_stream(render_failures(store.run_cases(run_id)))
+    else:  # the header's case count; the first record asked for, so the store checks the run's seal
+        next(iter(store.run_cases(run_id)), None)
         _echo([f"Run {run_id} [{summary['state']}]",
                f"System: {header['system']['name']} {header['system']['version']}",
-               f"Cases: {len(records)}", f"Gate: {summary['gate'] or 'none'}"]
+               f"Cases: {header['cases']}", f"Gate: {summary['gate'] or 'none'}"]
               + ([subset_line(header["selection"], summary["gate"] is not None)] if header.get("selection") else [])
               + [f"{name}: {m['cells'][0]} {m['cells'][1]} · {m['cells'][2]}" for name, m in summary["metrics"].items()])
+
+
+def find_case(store, run_id: str, case_id: str) -> dict | None:
+    """One case record of a run: by the store's ``run_case`` when it has one, else the first record
+    of ``run_cases`` with that id (the scan stops there)."""
+    lookup = getattr(store, "run_case", None)
+    if lookup is not None:
+        return lookup(run_id, case_id)
+    return next((r for r in store.run_cases(run_id) if r["id"] == case_id), None)
+
+
+HTML_CASES = 10_000  # the largest run `export --html` writes (every case's page in one file)
 
 
 @cli.command()
@@ -289,6 +316,14 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
     if html_file is not None:
         from .viewer import export_html
 
+        if not run_id.startswith("sha256:"):  # a report that holds every case's page: see docs/viewer.md
+            shown = store.resolve_run(run_id)
+            cases = int(store.get_run(shown)[0].get("cases") or 0)
+            if cases > HTML_CASES:
+                raise ConfigError(f"run {shown} has {cases:,} cases, and an HTML report, which holds every case's "
+                                  f"page, is made for runs of up to {HTML_CASES:,}", where="--html",
+                                  fix=f"write the bundle with `oloproof export {shown}` (cases.jsonl), or list the "
+                                      f"failures with `oloproof inspect {shown} --failures`")
         target = Path(html_file).resolve()
         write_file(target.parent, target.name, [export_html(store, project.plugins, run_id)])
         click.echo(f"Wrote {html_file}")
@@ -359,7 +394,7 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool, 
         from .outputs import write_outputs
 
         write_outputs(view, junit=junit, json_file=json_file, markdown=markdown,
-                      records=list(store.run_cases(candidate)) if junit_cases else None)
+                      records=store.run_cases(candidate) if junit_cases else None)
     sys.exit(view["exit_code"])
 
 

@@ -7,8 +7,10 @@ pair never helps a rule PASS. See ``docs/compare.md``.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +35,8 @@ class Paired:
     """One criterion over the paired cases: the differences and what was left out, and why."""
 
     criterion: str
-    candidate: list[float]  # observed values, pair by pair
-    baseline: list[float]
+    candidate: Sequence[float]  # observed values, pair by pair (an array('d') when streamed)
+    baseline: Sequence[float]
     missing: Counter  # reason (and which run) -> pairs
     excluded: Counter  # reason -> pairs
     unit: str = "cases"  # "clusters": candidate and baseline are cluster means of the paired cases
@@ -51,7 +53,7 @@ class Paired:
     @property
     def discordant(self) -> tuple[int, int] | None:
         """(pass→fail, fail→pass) when every value is 0 or 1, else None."""
-        if not all(v in (0.0, 1.0) for v in self.candidate + self.baseline):
+        if not all(v in (0.0, 1.0) for v in chain(self.candidate, self.baseline)):
             return None
         b = sum(1 for x, y in zip(self.candidate, self.baseline) if y == 1.0 and x == 0.0)
         c = sum(1 for x, y in zip(self.candidate, self.baseline) if y == 0.0 and x == 1.0)
@@ -60,8 +62,11 @@ class Paired:
     def interval(self, confidence: float, impute: float | None = None) -> tuple[float, float, float]:
         """Mean difference and interval; ``impute`` (-1 or +1) adds each missing pair at that difference."""
         extra = (self.n_missing if self.missing_units is None else self.missing_units) if impute is not None else 0
-        cand = self.candidate + [max(impute, 0.0)] * extra if extra else self.candidate
-        base = self.baseline + [max(-impute, 0.0)] * extra if extra else self.baseline
+        cand, base = self.candidate, self.baseline
+        if extra:
+            cand, base = array("d", cand), array("d", base)
+            cand.extend([max(impute, 0.0)] * extra)
+            base.extend([max(-impute, 0.0)] * extra)
         return stats.paired_difference(cand, base, confidence)
 
 
@@ -72,6 +77,56 @@ def _side(x: dict, y: dict, status: str) -> tuple[str, str]:
     return y.get("reason") or status, "baseline run"
 
 
+class Pairing:
+    """One criterion's pairs, added case by case in the candidate's order: only the observed values
+    (an ``array('d')`` each side), the counts of what was left out, and with ``clustered`` the
+    running sums of each cluster, so a run of any length pairs in memory of a few numbers a case."""
+
+    def __init__(self, criterion: str, clustered: bool = False):
+        self.criterion, self.clustered = criterion, clustered
+        self.cand, self.base = array("d"), array("d")
+        self.missing, self.excluded = Counter(), Counter()
+        self.clusters: dict[str, list] = {}  # key -> [sum of candidate values, of baseline values, pairs, whole]
+
+    def add(self, candidate: Mapping, baseline: Mapping) -> None:
+        """One case present in both runs (their records)."""
+        criterion = self.criterion
+        x, y = candidate["judgments"].get(criterion), baseline["judgments"].get(criterion)
+        if x is None or y is None:
+            self.missing[("not_judged", "candidate run" if x is None else "baseline run")] += 1
+            self._cluster(candidate, None, None)
+        elif "excluded" in (x["status"], y["status"]):
+            self.excluded[_side(x, y, "excluded")[0]] += 1
+        elif "missing" in (x["status"], y["status"]):
+            self.missing[_side(x, y, "missing")] += 1
+            self._cluster(candidate, None, None)
+        else:
+            self._cluster(candidate, float(x["value"]), float(y["value"]))
+
+    def _cluster(self, candidate: Mapping, x: float | None, y: float | None) -> None:
+        if not self.clustered:
+            if x is not None:
+                self.cand.append(x)
+                self.base.append(y)
+            return
+        sums = self.clusters.setdefault(candidate.get("cluster") or f"case:{candidate['id']}", [0, 0, 0, True])
+        if x is None:
+            sums[3] = False
+        else:
+            sums[0] += x
+            sums[1] += y
+            sums[2] += 1
+
+    def paired(self) -> Paired:
+        if not self.clustered:
+            return Paired(criterion=self.criterion, candidate=self.cand, baseline=self.base, missing=self.missing,
+                          excluded=self.excluded)
+        whole = [sums for sums in self.clusters.values() if sums[3]]
+        return Paired(criterion=self.criterion, candidate=array("d", (x / n for x, _, n, _ in whole)),
+                      baseline=array("d", (y / n for _, y, n, _ in whole)), missing=self.missing,
+                      excluded=self.excluded, unit="clusters", missing_units=len(self.clusters) - len(whole))
+
+
 def pair(criterion: str, candidate: dict[str, dict], baseline: dict[str, dict], ids: Sequence[str],
          clustered: bool = False) -> Paired:
     """Pair one criterion's judgments over ``ids`` (case ids present in both runs).
@@ -79,29 +134,33 @@ def pair(criterion: str, candidate: dict[str, dict], baseline: dict[str, dict], 
     A case's value is its stored one: with trials, its mean over its trials. ``clustered`` pairs
     the cluster means instead (the candidate's clusters): a cluster with a missing pair is imputed
     as one unit."""
-    cand, base, missing, excluded = [], [], Counter(), Counter()
-    clusters: dict[str, list[tuple[float, float] | None]] = {}
+    pairing = Pairing(criterion, clustered)
     for case_id in ids:
-        x, y = candidate[case_id]["judgments"].get(criterion), baseline[case_id]["judgments"].get(criterion)
-        key = candidate[case_id].get("cluster") or f"case:{case_id}"
-        if x is None or y is None:
-            missing[("not_judged", "candidate run" if x is None else "baseline run")] += 1
-            clusters.setdefault(key, []).append(None)
-        elif "excluded" in (x["status"], y["status"]):
-            excluded[_side(x, y, "excluded")[0]] += 1
-        elif "missing" in (x["status"], y["status"]):
-            missing[_side(x, y, "missing")] += 1
-            clusters.setdefault(key, []).append(None)
-        else:
-            cand.append(float(x["value"]))
-            base.append(float(y["value"]))
-            clusters.setdefault(key, []).append((cand[-1], base[-1]))
-    if not clustered:
-        return Paired(criterion=criterion, candidate=cand, baseline=base, missing=missing, excluded=excluded)
-    whole = [pairs for pairs in clusters.values() if None not in pairs]
-    return Paired(criterion=criterion, candidate=[sum(x for x, _ in p) / len(p) for p in whole],
-                  baseline=[sum(y for _, y in p) / len(p) for p in whole], missing=missing, excluded=excluded,
-                  unit="clusters", missing_units=len(clusters) - len(whole))
+        pairing.add(candidate[case_id], baseline[case_id])
+    return pairing.paired()
+
+
+def paired_records(candidate: Iterable[dict], baseline: Iterable[dict], unpaired: dict) -> Iterator[tuple[dict, dict | None]]:
+    """Each candidate record with the baseline's record of the same case id (None: the baseline
+    has none), in the candidate's order; ``unpaired`` gets ``baseline_only`` once both are read.
+
+    Two runs of one suite list the same ids in the same order, and this is then a merge: one
+    record of each run in memory. Otherwise a baseline record read before its pair is asked for
+    is kept (its judgments only) until it is: a join whose memory grows with how far the orders
+    differ, up to the whole baseline when the candidate has a case the baseline lacks."""
+    ahead: dict[str, dict] = {}
+    rest = iter(baseline)
+    for x in candidate:
+        y = ahead.pop(x["id"], None)
+        if y is None:
+            for y in rest:
+                if y["id"] == x["id"]:
+                    break
+                ahead[y["id"]] = {"id": y["id"], "judgments": y["judgments"]}
+            else:
+                y = None
+        yield x, y
+    unpaired["baseline_only"] = len(ahead) + sum(1 for _ in rest)
 
 
 @frozen(kw_only=True)
@@ -169,7 +228,7 @@ def _graded_planning(p: Paired, margin: float, confidence: float) -> dict | None
     ``{"paired", "total", "limit", "graded": True, "unit"}``."""
     from .units import planning_total
 
-    differences = [x - y for x, y in zip(p.candidate, p.baseline)]
+    differences = array("d", (x - y for x, y in zip(p.candidate, p.baseline)))
     if not differences or not any(differences):
         return None
     total = planning_total(differences, margin, confidence, limit=PLANNING_LIMIT)
@@ -216,58 +275,78 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     The id does not depend on how the comparison is shown: the stored record always lists the
     slice lines.
     """
-    from .outputs.view import COMPARISON_FORMAT, VERSION, changed_cases, decision_entry, paired_entry, run_ref
+    from .outputs.view import COMPARISON_FORMAT, VERSION, case_changes, decision_entry, paired_entry, run_ref
 
     cand_header, _ = store.get_run(candidate_id)
     base_header, _ = store.get_run(baseline_id)
-    cand = {r["id"]: r for r in store.run_cases(candidate_id)}
-    base = {r["id"]: r for r in store.run_cases(baseline_id)}
-    ids = [i for i in cand if i in base]
-    if not ids:
-        raise ConfigError(f"{candidate_id} and {baseline_id} share no case ids, so no case can be paired",
-                          fix="compare two runs of the same suite (cases pair by their id)")
+    unpaired = {"candidate_only": 0, "baseline_only": 0}
+    pairs = paired_records(store.run_cases(candidate_id), store.run_cases(baseline_id), unpaired)
+    no_ids = ConfigError(f"{candidate_id} and {baseline_id} share no case ids, so no case can be paired",
+                         fix="compare two runs of the same suite (cases pair by their id)")
     criteria = [c for c in cand_header["evaluators"] if c in base_header["evaluators"]]
     changed = {c for c in criteria if cand_header["evaluators"][c] != base_header["evaluators"][c]}
+    problem = None
     if changed and not allow_different:
-        raise ConfigError(f"criterion {sorted(changed)[0]!r} is defined differently in the two runs "
-                          "(same name, different evaluator config)",
-                          fix="compare runs of the same evaluators, or pass --allow-different-evaluators "
-                              "(its rules then need manual review)")
-    for rule in policy.rules:
+        problem = ConfigError(f"criterion {sorted(changed)[0]!r} is defined differently in the two runs "
+                              "(same name, different evaluator config)",
+                              fix="compare runs of the same evaluators, or pass --allow-different-evaluators "
+                                  "(its rules then need manual review)")
+    for rule in policy.rules if problem is None else ():
         if rule.metric not in criteria:
-            raise ConfigError(f"rule {rule.id!r} names metric {rule.metric!r}, which the two runs do not share",
-                              where=policy.where.get(rule.id), fix=f"use one of: {', '.join(criteria)}")
+            problem = ConfigError(f"rule {rule.id!r} names metric {rule.metric!r}, which the two runs do not share",
+                                  where=policy.where.get(rule.id), fix=f"use one of: {', '.join(criteria)}")
+            break
+    if problem is not None:  # runs that share no case say so first; the first pair found settles it
+        if not any(y is not None for _, y in pairs):
+            raise no_ids
+        raise problem
     confidence = policy.confidence_level
     clustered = bool((cand_header.get("design") or {}).get("cluster"))
-    paired = {c: pair(c, cand, base, ids, clustered) for c in criteria}
+    pairings = {c: Pairing(c, clustered) for c in criteria}
+    slices = _SlicePairings(cand_header, criteria, clustered)
+    floors = {rule.metric: _Judgments() for rule in policy.rules if rule.kind == "floor"}
+    changes, paired_cases = [], 0
+    for x, y in pairs:  # one pass over both runs, in the candidate's case order
+        for metric, judgments in floors.items():  # a floor reads every case of the candidate run
+            if metric in x["judgments"]:
+                judgments.add(x["judgments"][metric])
+        if y is None:
+            unpaired["candidate_only"] += 1
+            continue
+        paired_cases += 1
+        for pairing in pairings.values():
+            pairing.add(x, y)
+        slices.add(x, y)
+        changes += case_changes(x, y, criteria)
+    if not paired_cases:
+        raise no_ids
+    paired = {c: pairings[c].paired() for c in criteria}
     metrics = {c: plugins.metrics.get(cand_header.get("metrics", {}).get(c, "proportion")).factory()
                for c in criteria}
     decisions = []
     for rule in policy.rules:
-        judgments = [Judgment.from_data(r["judgments"][rule.metric]) for r in cand.values()
-                     if rule.metric in r["judgments"]]
         decisions.append(decide(rule, paired[rule.metric], confidence, metrics[rule.metric],
-                                rule.metric in changed, judgments))
+                                rule.metric in changed, floors.get(rule.metric, _Judgments()).judgments))
     verdict, code = gate([_GateView(d.verdict) for d in decisions], policy.block_on)
 
     view = {
         "format": COMPARISON_FORMAT, "version": VERSION, "id": None,
         "candidate": run_ref(cand_header), "baseline": run_ref(base_header),
-        "confidence_level": confidence, "paired_cases": len(ids),
-        "unpaired": {"candidate_only": sum(1 for i in cand if i not in base),
-                     "baseline_only": sum(1 for i in base if i not in cand)},
+        "confidence_level": confidence, "paired_cases": paired_cases,
+        "unpaired": {"candidate_only": unpaired["candidate_only"], "baseline_only": unpaired["baseline_only"]},
         "not_compared": [{"criterion": c, "only_in": run}
                          for run, header, other in ((candidate_id, cand_header, base_header),
                                                     (baseline_id, base_header, cand_header))
                          for c in header["evaluators"] if c not in other["evaluators"]],
         "metrics": [{**paired_entry(paired[c], confidence), "evaluator_changed": c in changed} for c in criteria],
-        "slices": _slices(cand_header, cand, base, ids, criteria, confidence, clustered),
+        "slices": slices.entries(confidence),
         "decisions": [decision_entry({"id": d.rule.id, "metric": d.rule.metric, "kind": d.rule.kind,
                                       **{k: getattr(d.rule, k) for k in RULE_BOUNDS}},
                                      d.verdict, d.reason, policy.block_on, compared=True, plan=d.plan)
                       for d in decisions],
         "gate": {"verdict": verdict, "exit_code": int(code), "block_on": list(policy.block_on), "policy": True},
-        "changed_cases": changed_cases(cand, base, ids, criteria),
+        # every changed case: the stored comparison lists them all, and its id is their digest
+        "changed_cases": changes,
         "exit_code": int(code),
     }
     units = _units(cand_header, base_header)
@@ -283,26 +362,52 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     return view, record
 
 
-def _slices(header: dict, cand: dict, base: dict, ids: Sequence[str], criteria: Sequence[str],
-            confidence: float, clustered: bool = False) -> list[dict]:
-    """One entry per slice of the candidate run and criterion with at least one observed pair."""
-    from .outputs.view import paired_entry
+class _Judgments:
+    """A criterion's judgments over a run's cases, for a floor rule (which reads only their status
+    and value): one shared Judgment per distinct (status, value), so a case costs one reference."""
 
-    out = []
-    support = header.get("min_slice_support", 10)
-    for name in header.get("slices", []):
-        shown = (header.get("slice_criteria") or {}).get(name)  # None: every criterion
-        groups: dict[str, list[str]] = {}
-        for i in ids:
-            key = (cand[i].get("slices") or {}).get(name)
-            if key is not None:
-                groups.setdefault(key, []).append(i)
-        for key in sorted(groups):
-            for c in criteria if shown is None else [c for c in criteria if c in shown]:
-                p = pair(c, cand, base, groups[key], clustered)
-                if p.n:  # too few pairs for an interval worth printing: the difference alone
-                    out.append({"slice": name, "group": key, **paired_entry(p, confidence, p.n >= support)})
-    return out
+    def __init__(self) -> None:
+        self.judgments: list[Judgment] = []
+        self._shared: dict[tuple, Judgment] = {}
+
+    def add(self, data: Mapping) -> None:
+        key = (data["status"], data.get("value"))
+        if key not in self._shared:
+            self._shared[key] = Judgment(status=key[0], value=key[1])
+        self.judgments.append(self._shared[key])
+
+
+class _SlicePairings:
+    """The pairs of each slice group of the candidate run and criterion, added case by case; one
+    exploratory entry each with at least one observed pair."""
+
+    def __init__(self, header: dict, criteria: Sequence[str], clustered: bool):
+        self.header, self.criteria, self.clustered = header, criteria, clustered
+        self.groups: dict[str, dict[str, dict[str, Pairing]]] = {name: {} for name in header.get("slices", [])}
+
+    def add(self, candidate: Mapping, baseline: Mapping) -> None:
+        for name, groups in self.groups.items():
+            key = (candidate.get("slices") or {}).get(name)
+            if key is None:
+                continue
+            if key not in groups:
+                shown = (self.header.get("slice_criteria") or {}).get(name)  # None: every criterion
+                groups[key] = {c: Pairing(c, self.clustered) for c in self.criteria if shown is None or c in shown}
+            for pairing in groups[key].values():
+                pairing.add(candidate, baseline)
+
+    def entries(self, confidence: float) -> list[dict]:
+        from .outputs.view import paired_entry
+
+        out = []
+        support = self.header.get("min_slice_support", 10)
+        for name, groups in self.groups.items():
+            for key in sorted(groups):
+                for pairing in groups[key].values():
+                    p = pairing.paired()
+                    if p.n:  # too few pairs for an interval worth printing: the difference alone
+                        out.append({"slice": name, "group": key, **paired_entry(p, confidence, p.n >= support)})
+        return out
 
 
 def _units(*headers: dict) -> dict | None:

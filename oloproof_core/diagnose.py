@@ -96,7 +96,9 @@ class Diagnosis:
                               "and diagnose judges the re-executed cases with it",
                               fix="run `oloproof run` again and diagnose the new run")
         self.evaluator = spec.evaluator
-        self.records = list(store.run_cases(run_id))
+        # only the records a diagnosis reads: those that failed the criterion (filtered as the run streams)
+        self.failed = [r for r in store.run_cases(run_id)
+                       if r["judgments"].get(criterion, {}).get("status") == "fail"]
         self.cases = {c.id: c for c in suite.cases}
         # the unit the run counted positions in (older runs recorded none: the suite's)
         self.unit = self.header.get("relevance_unit") or suite.relevance_unit
@@ -194,7 +196,7 @@ class Diagnosis:
         supported = intervention.supports(self.suite.system)
         if supported:  # bad options stop the command before anything is re-executed
             intervention.check(self.suite.system)
-        failed = [r for r in self.records if r["judgments"].get(self.criterion, {}).get("status") == "fail"]
+        failed = self.failed
         selected = [r for r in failed if (self.cases.get(r["id"]) or _case(r)).expected.get("gold_context")]
         excluded = [r for r in failed if r not in selected]
         # a case that passed in some of the run's trials and failed in others is unstable: it is

@@ -300,3 +300,26 @@ def write_file(folder: Path, name: str, chunks: Iterable[str]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+class Spool:
+    """Lines written once, then read back once in order: held in memory up to ``size`` characters,
+    beyond that in an anonymous temporary file. A listing as long as a run (its failures, say) is
+    written while the run streams past and printed after its head line, which needs the counts."""
+
+    def __init__(self, size: int = 1 << 20):
+        import tempfile
+
+        self._file = tempfile.SpooledTemporaryFile(max_size=size, mode="w+", encoding="utf-8",
+                                                   errors="surrogatepass", newline="\n")
+
+    def write(self, lines: Iterable[str]) -> None:
+        """Append ``lines`` (each without a newline of its own)."""
+        for line in lines:
+            self._file.write(line + "\n")
+
+    def __iter__(self) -> Iterator[str]:
+        with self._file:
+            self._file.seek(0)
+            for line in self._file:
+                yield line[:-1]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .display import cells_like, fixed
@@ -244,29 +245,50 @@ KINDS = {"failed": "Failed: a judgment failed",
          "not judged": "Not judged: an output, but a judgment is missing"}
 
 
-def render_failures(records: list[dict]) -> list[str]:
-    failed = [r for r in records if is_failure(r)]
-    groups = {kind: [r for r in failed if failure_kind(r) == kind] for kind in KINDS}
-    head = f"{len(failed)} of {len(records)} cases failed, errored or did not finish"
-    separate = bool(groups["errored"] or groups["not judged"])
+def render_failures(records: Iterable[dict]) -> Iterator[str]:
+    """The ``inspect --failures`` listing, streamed: one pass over ``records`` (a run's, in case
+    order) keeps the counts and spools each section's lines, which follow the head line."""
+    from .files import Spool
+
+    total, counts = 0, Counter()
+    sections, why = {kind: Spool() for kind in KINDS}, Spool()
+    for r in records:
+        total += 1
+        if not is_failure(r):
+            continue
+        kind = failure_kind(r)
+        counts[kind] += 1
+        sections[kind].write(map(printable, failure_lines(r)))
+        why.write(map(printable, why_lines([r])))
+    failed = sum(counts.values())
+    head = f"{failed} of {total} cases failed, errored or did not finish"
+    separate = bool(counts["errored"] or counts["not judged"])
     if separate:  # only failures: the documented listing; otherwise one section a kind
-        head += ": " + ", ".join(f"{len(rs)} {kind}" for kind, rs in groups.items() if rs)
-    out = [head]
-    for kind, rs in groups.items():
-        if separate and rs:
-            out += ["", f"{KINDS[kind]} ({len(rs)})"]
-        for r in rs:
-            out += ["", r["id"]]
-            if "missing" in r:
-                out.append(f"  missing: {r['missing']}")
-            else:
-                out.append(f"  output: {short_json(r['output'])}")
-            for name, j in r["judgments"].items():
-                if j["status"] in ("fail", "missing"):
-                    out.append(f"  {name}: {judgment_word(j)}")
+        head += ": " + ", ".join(f"{counts[kind]} {kind}" for kind in KINDS if counts[kind])
+    yield printable(head)
+    for kind, lines in sections.items():
+        if separate and counts[kind]:
+            yield from ["", printable(f"{KINDS[kind]} ({counts[kind]})")]
+        yield from lines
     if failed:
-        out += ["", "Why: each case's expected value, and the reason each criterion gives", *why_lines(failed)]
-    return [printable(line) for line in out]
+        yield from ["", "Why: each case's expected value, and the reason each criterion gives"]
+        yield from why
+    else:
+        list(why)  # closes it
+
+
+def failure_lines(r: dict) -> list[str]:
+    """One failed case in the listing: its id, why it has no output or what it output, and its failed
+    or missing judgments."""
+    out = ["", r["id"]]
+    if "missing" in r:
+        out.append(f"  missing: {r['missing']}")
+    else:
+        out.append(f"  output: {short_json(r['output'])}")
+    for name, j in r["judgments"].items():
+        if j["status"] in ("fail", "missing"):
+            out.append(f"  {name}: {judgment_word(j)}")
+    return out
 
 
 def why_lines(failed: list[dict]) -> list[str]:

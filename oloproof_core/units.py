@@ -292,9 +292,11 @@ def planning_total(differences: Sequence[float], margin: float, confidence: floa
         top = products.max(axis=0)
         return top + np.log(np.exp(products - top).sum(axis=0)) - math.log(len(stats.BETS)) > threshold
 
-    start, chunk = n + 1, 1024
+    # totals are tried a chunk at a time; a chunk's table (levels x totals) is kept under 2**19
+    # numbers, so graded scores with as many levels as cases do not take memory in proportion
+    start, chunk, cells = n + 1, 1024, 1 << 19
     while start <= limit:
-        totals = np.arange(start, min(start + chunk, limit + 1), dtype=np.int64)
+        totals = np.arange(start, min(start + max(1, min(chunk, cells // len(levels))), limit + 1), dtype=np.int64)
         grouped = np.floor(np.multiply.outer(counts, totals) / n + 0.5)
         # the most frequent difference takes the remainder, so the counts add up to the total
         grouped[top] = 0
@@ -305,6 +307,6 @@ def planning_total(differences: Sequence[float], margin: float, confidence: floa
             low, high = stats.betting_interval(values, confidence, -1.0, 1.0)
             if low > -margin or high < -margin:
                 return int(totals[index])
-        start += chunk
+        start += totals.size
         chunk = min(chunk * 4, 65_536)
     return None

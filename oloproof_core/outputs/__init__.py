@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,25 @@ def to_json(view: Mapping[str, Any]) -> str:
     return json.dumps(view, indent=2, ensure_ascii=False) + "\n"
 
 
-def _write(path: str, text: str) -> None:
+def to_json_chunks(view: Mapping[str, Any], key: str, items: Iterable[Any]) -> Iterator[str]:
+    """``to_json({**view, key: list(items)})`` in pieces, ``items`` read one at a time: a list as
+    long as a run is never held (``key`` is the document's last key)."""
+    tail = f"  {json.dumps(key, ensure_ascii=False)}: []\n}}\n"
+    yield to_json({**view, key: []}).removesuffix(tail) + tail[:-4]
+    first = True
+    for item in items:
+        text = json.dumps(item, indent=2, ensure_ascii=False)
+        yield ("\n" if first else ",\n") + "\n".join("    " + line for line in text.split("\n"))
+        first = False
+    yield ("]" if first else "\n  ]") + "\n}\n"
+
+
+def _write(path: str, text: str | Iterable[str]) -> None:
+    """Write ``text``, or its pieces one after another."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    with target.open("w", encoding="utf-8") as handle:
+        handle.writelines([text] if isinstance(text, str) else text)
 
 
 def write_outputs(view: Mapping[str, Any], *, junit: str | None = None, json_file: str | None = None,
@@ -42,9 +57,9 @@ def write_outputs(view: Mapping[str, Any], *, junit: str | None = None, json_fil
 
     try:
         if junit:
-            from .junit import render_junit
+            from .junit import junit_chunks
 
-            _write(junit, render_junit(view, records))
+            _write(junit, junit_chunks(view, records))
         if json_file:
             _write(json_file, to_json(view))
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")

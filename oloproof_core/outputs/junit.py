@@ -13,9 +13,10 @@ is an error. ``cases=True`` adds a suite with one test case a case x criterion.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ..files import Spool
 from .view import RUN_FORMAT, case_criteria
 
 
@@ -76,36 +77,77 @@ def _rules_suite(view: Mapping[str, Any], name: str, timestamp: str | None) -> E
     return _finish(suite)
 
 
-def _cases_suite(name: str, records: Iterable[Mapping[str, Any]]) -> ET.Element:
+def _case_element(name: str, case_id: str, criterion: str, judgment: Mapping[str, Any],
+                  missing: str | None) -> ET.Element:
+    """One case x criterion as a test case: a failure, an error (missing), skipped (excluded), a score."""
+    case = ET.Element("testcase", {"name": f"{case_id} · {criterion}", "classname": name})
+    status, reason = judgment["status"], judgment.get("reason")
+    if status == "fail":
+        message = f"{criterion} failed" + (f": {reason}" if reason else "")
+        ET.SubElement(case, "failure", {"message": message, "type": "fail"}).text = message
+    elif status == "missing":
+        message = f"no judgment: {missing or reason}"
+        ET.SubElement(case, "error", {"message": message, "type": "missing"}).text = message
+    elif status == "excluded":
+        ET.SubElement(case, "skipped", {"message": f"excluded: {reason}"})
+    elif status == "score":
+        ET.SubElement(case, "system-out").text = f"score {judgment['value']:.3f}"
+    return case
+
+
+PLACE = "oloproof.cases.placeholder"  # where the spooled test cases go in the serialised document
+
+
+def _cases_suite(name: str, records: Iterable[Mapping[str, Any]]) -> tuple[ET.Element, Spool | None]:
+    """The case x criterion suite: its element, counted while ``records`` stream past, and its test
+    cases serialised (as ``ET.indent`` lays them out) into a spool; None when it has none."""
     suite = ET.Element("testsuite", {"name": name})
+    spool, counts = Spool(), {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for case_id, criterion, judgment, missing in case_criteria(records):
-        case = _case(suite, f"{case_id} · {criterion}", name)
-        status, reason = judgment["status"], judgment.get("reason")
-        if status == "fail":
-            message = f"{criterion} failed" + (f": {reason}" if reason else "")
-            ET.SubElement(case, "failure", {"message": message, "type": "fail"}).text = message
-        elif status == "missing":
-            message = f"no judgment: {missing or reason}"
-            ET.SubElement(case, "error", {"message": message, "type": "missing"}).text = message
-        elif status == "excluded":
-            ET.SubElement(case, "skipped", {"message": f"excluded: {reason}"})
-        elif status == "score":
-            ET.SubElement(case, "system-out").text = f"score {judgment['value']:.3f}"
-    return _finish(suite)
+        case = _case_element(name, case_id, criterion, judgment, missing)
+        counts["tests"] += 1
+        for tag, attribute in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+            counts[attribute] += case.find(tag) is not None
+        ET.indent(case, level=2)
+        spool.write(("    " + ET.tostring(case, encoding="unicode")).split("\n"))
+    for attribute, count in counts.items():
+        suite.set(attribute, str(count))
+    if not counts["tests"]:
+        list(spool)  # closes it
+        return suite, None
+    ET.SubElement(suite, "testcase", {"name": PLACE})
+    return suite, spool
 
 
 def render_junit(view: Mapping[str, Any], records: Iterable[Mapping[str, Any]] | None = None) -> str:
     """The JUnit XML document; ``records`` (a run's case records) adds the case x criterion suite."""
+    return "".join(junit_chunks(view, records))
+
+
+def junit_chunks(view: Mapping[str, Any], records: Iterable[Mapping[str, Any]] | None = None) -> Iterator[str]:
+    """:func:`render_junit` in pieces: ``records`` stream past once, their test cases are spooled,
+    and the document is written around them (its head carries their counts)."""
     if view["format"] == RUN_FORMAT:
         name, timestamp = f"oloproof run {view['run']['id']}", view["run"]["created"]
     else:
         name, timestamp = f"oloproof compare {view['candidate']['id']} {view['baseline']['id']}", None
     root = ET.Element("testsuites", {"name": name})
     suites = [_rules_suite(view, "oloproof.gate" if view["format"] == RUN_FORMAT else "oloproof.compare", timestamp)]
+    spool = None
     if records is not None:
-        suites.append(_cases_suite("oloproof.cases", records))
+        suite, spool = _cases_suite("oloproof.cases", records)
+        suites.append(suite)
     root.extend(suites)
     for attribute in ("tests", "failures", "errors"):  # the common schema has no skipped count here
         root.set(attribute, str(sum(int(s.get(attribute)) for s in suites)))
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    text = '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    if spool is None:
+        yield text
+        return
+    place = f'    <testcase name="{PLACE}" />'
+    head, tail = text.split(place + "\n")
+    yield head
+    for line in spool:
+        yield line + "\n"
+    yield tail

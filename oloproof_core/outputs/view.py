@@ -111,8 +111,11 @@ def _missing(records: Iterable[Mapping[str, Any]]) -> dict:
             "reasons": [{"reason": reason, "cases": n} for reason, n in reasons.most_common()]}
 
 
-def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict:
-    """A stored run (its header, summary and case records) as the ``oloproof.run`` document."""
+def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> dict:
+    """A stored run (its header, summary and case records) as the ``oloproof.run`` document.
+
+    :param records: read once, in one pass that counts the missing cases' reasons (a store's
+        ``run_cases`` streams them)."""
     policy = summary.get("policy")
     block_on = list(policy["block_on"]) if policy else []
     metrics = {name: _metric(name, m) for name, m in summary["metrics"].items()}
@@ -191,13 +194,17 @@ def change_of(entry: Mapping[str, str]) -> str:
 def changed_cases(candidate: Mapping[str, Mapping], baseline: Mapping[str, Mapping], ids: Sequence[str],
                   criteria: Sequence[str]) -> list[dict]:
     """The paired cases whose verdict on a criterion changed: passed, failed or missing, either way."""
+    return [entry for case_id in ids for entry in case_changes(candidate[case_id], baseline[case_id], criteria)]
+
+
+def case_changes(candidate: Mapping[str, Any], baseline: Mapping[str, Any], criteria: Sequence[str]) -> list[dict]:
+    """One paired case's changed verdicts (its two records), as :func:`changed_cases` lists them."""
     verdicts = ("pass", "fail", "missing")
     out = []
-    for case_id in ids:
-        for criterion in criteria:
-            x = candidate[case_id]["judgments"].get(criterion)
-            y = baseline[case_id]["judgments"].get(criterion)
-            if x and y and x["status"] != y["status"] and x["status"] in verdicts and y["status"] in verdicts:
-                out.append({"case": case_id, "criterion": criterion, "baseline": y["status"],
-                            "candidate": x["status"]})
+    for criterion in criteria:
+        x = candidate["judgments"].get(criterion)
+        y = baseline["judgments"].get(criterion)
+        if x and y and x["status"] != y["status"] and x["status"] in verdicts and y["status"] in verdicts:
+            out.append({"case": candidate["id"], "criterion": criterion, "baseline": y["status"],
+                        "candidate": x["status"]})
     return out
