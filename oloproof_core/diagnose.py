@@ -99,7 +99,8 @@ class Diagnosis:
         # only the records a diagnosis reads: those that failed the criterion (filtered as the run streams)
         self.failed = [r for r in store.run_cases(run_id)
                        if r["judgments"].get(criterion, {}).get("status") == "fail"]
-        self.cases = {c.id: c for c in suite.cases}
+        failing = {r["id"] for r in self.failed}
+        self.cases = {c.id: c for c in suite.cases if c.id in failing}  # the suite's cases read as they stream
         # the unit the run counted positions in (older runs recorded none: the suite's)
         self.unit = self.header.get("relevance_unit") or suite.relevance_unit
         self.pending: list[tuple[dict, list, dict]] = []  # child runs to store with the diagnosis
