@@ -135,9 +135,9 @@ def tally(judgments: Sequence[Judgment]) -> tuple[Sequence[float], int, int]:
 
 
 class Values(Sequence[float]):
-    """Observed values in case order, eight bytes each (``array('d')``): what a metric's interval
-    reads from a :class:`Column`. ``values + [0.0] * n`` (the gate's worst case) adds to it without
-    copying it; numpy reads it as an array."""
+    """Observed values in case order: what a metric's interval reads from a :class:`Column`, a byte
+    each while every value is 0 or 1 (``bytearray``), else eight (``array('d')``). ``values + [0.0]
+    * n`` (the gate's worst case) adds to it without copying it; numpy reads it as an array."""
 
     def __init__(self, data: Any, extra: Sequence[float] = ()):
         self.data, self.extra = data, list(extra)
@@ -150,10 +150,10 @@ class Values(Sequence[float]):
             return list(self)[i]
         if i < 0:
             i += len(self)
-        return self.data[i] if i < len(self.data) else self.extra[i - len(self.data)]
+        return float(self.data[i]) if i < len(self.data) else self.extra[i - len(self.data)]
 
     def __iter__(self) -> Any:
-        yield from self.data
+        yield from (map(float, self.data) if isinstance(self.data, bytearray) else self.data)
         yield from self.extra
 
     def __add__(self, other: Sequence[float]) -> Values:
@@ -162,7 +162,8 @@ class Values(Sequence[float]):
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         import numpy as np
 
-        data = np.frombuffer(self.data, dtype=float) if len(self.data) else np.zeros(0)
+        kind = np.uint8 if isinstance(self.data, bytearray) else float
+        data = np.frombuffer(self.data, dtype=kind).astype(float) if len(self.data) else np.zeros(0)
         joined = np.concatenate([data, np.asarray(self.extra, dtype=float)]) if self.extra else data.copy()
         return joined if dtype is None else joined.astype(dtype)
 
@@ -177,17 +178,20 @@ class Column(Sequence[Judgment]):
     counts directly)."""
 
     def __init__(self) -> None:
-        from array import array
-
         self.codes = bytearray()
-        self.data = array("d")
+        self.data: Any = bytearray()  # the observed values, a byte each while all are 0 or 1
         self.missing = self.excluded = self.failures = 0
 
     def append(self, judgment: Judgment) -> None:
         status = judgment.status
         self.codes.append(_CODES.index(status))
         if status in ("pass", "fail", "score"):
-            self.data.append(float(judgment.value))
+            value = float(judgment.value)
+            if isinstance(self.data, bytearray) and value not in (0.0, 1.0):
+                from array import array
+
+                self.data = array("d", map(float, self.data))  # a value that is neither: eight bytes each from here
+            self.data.append(int(value) if isinstance(self.data, bytearray) else value)
             self.failures += status == "fail"
         elif status == "missing":
             self.missing += 1
@@ -211,7 +215,7 @@ class Column(Sequence[Judgment]):
         if status in ("pass", "fail", "score"):
             if value is None:  # the position among the observed values
                 value = self.data[sum(1 for c in self.codes[:i] if c < 3)]
-            return Judgment(status=status, value=value)
+            return Judgment(status=status, value=float(value))
         return Judgment(status=status)
 
     def __iter__(self) -> Any:

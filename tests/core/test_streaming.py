@@ -138,3 +138,39 @@ def test_a_run_stopped_by_an_error_in_a_later_batch_leaves_nothing_in_the_store(
         assert db.execute("SELECT COUNT(*) FROM run_cases").fetchone()[0] == 0
         # the finished cases are in the execution cache: the next run does not execute them again
         assert db.execute("SELECT COUNT(*) FROM cache WHERE ns = 'execution'").fetchone()[0] >= 20
+
+
+@pytest.mark.parametrize("scores", [False, True])
+def test_a_column_summarises_as_the_list_of_its_judgments(scores):
+    """The compact column a streaming run keeps gives every metric and gate rule what the list of
+    judgments gives: the same values in the same order, counts and intervals."""
+    import random
+
+    from oloproof_core.gate import Rule, decide_rule
+    from oloproof_core.model import Column, Judgment, tally
+    from oloproof_core.plugins import Plugins, make_plugin_manager
+
+    rng = random.Random(17)
+    judgments = []
+    for _ in range(3_000):
+        roll = rng.random()
+        if roll < 0.05:
+            judgments.append(Judgment.missing("timeout"))
+        elif roll < 0.1:
+            judgments.append(Judgment.excluded("no_relevance_labels"))
+        elif scores:
+            judgments.append(Judgment.score(rng.choice([0.0, 0.25, 0.5, 1.0])))
+        else:
+            judgments.append(Judgment.of(roll < 0.8))
+    column = Column()
+    for j in judgments:
+        column.append(j)
+    values, missing, excluded = tally(judgments)
+    c_values, c_missing, c_excluded = tally(column)
+    assert list(c_values) == values and (c_missing, c_excluded) == (missing, excluded)
+    assert [(j.status, j.value) for j in column] == [(j.status, j.value) for j in judgments]
+    plugins = Plugins(make_plugin_manager())
+    metric = plugins.metrics.get("mean" if scores else "proportion").factory()
+    assert metric.summarize(column, 0.95) == metric.summarize(judgments, 0.95)
+    rule = Rule(id="r", metric="m", kind="interval", min=0.7)
+    assert decide_rule(rule, column, metric, 0.95) == decide_rule(rule, judgments, metric, 0.95)
