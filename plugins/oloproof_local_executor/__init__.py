@@ -60,20 +60,26 @@ class LocalExecutor:
             stop.set()
 
     def _worker(self) -> None:
-        """One thread: the cases of each batch it is given, until ``close``."""
+        """One thread: the cases of each batch it is given, until ``close``. Waiting for the next
+        batch it holds nothing of the last (its work, the run's store: the command's exit closes
+        the store once nothing holds it)."""
         while (job := self.jobs.get()) is not None:
-            work, cases, todo, taking, stop, results = job
-            try:
-                while not stop.is_set():
-                    with taking:
-                        i = next(todo, None)
-                    if i is None:
-                        break
-                    results.put((i, work.execute(cases[i])))
-            except BaseException as exc:  # noqa: BLE001 - raised in the run's thread
-                results.put((None, exc))
-            finally:
-                results.put(None)
+            self._batch(*job)
+            del job
+
+    @staticmethod
+    def _batch(work: Any, cases: Sequence[Any], todo: Any, taking: Any, stop: Any, results: Any) -> None:
+        try:
+            while not stop.is_set():
+                with taking:
+                    i = next(todo, None)
+                if i is None:
+                    break
+                results.put((i, work.execute(cases[i])))
+        except BaseException as exc:  # noqa: BLE001 - raised in the run's thread
+            results.put((None, exc))
+        finally:
+            results.put(None)
 
     async def _run_async(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None]) -> None:
         """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
