@@ -356,13 +356,14 @@ def read_jsonl(path: Path, *, what: str, keys: tuple[str, ...], example: str,
     """One JSON object a line (blank lines skipped), each checked by :func:`check_record`; yields
     ``("file:line", object)``. Every problem is a ConfigError naming the line and the fix; an
     empty file too."""
+    def records() -> Iterator[tuple[str, str, str, Any]]:  # where, JSON path, how a duplicate names it, object
+        for where, obj in jsonl_objects(path, what=what, missing_fix=missing_fix):
+            yield where, "$", f"on line {where.rpartition(':')[2]}", obj
+
     first = SeenIds()
-    for where, obj in jsonl_objects(path, what=what, missing_fix=missing_fix):
-        check_record(obj, where, "$", first, f"on line {where.rpartition(':')[2]}", what=f"{what} line", keys=keys,
-                     example=example)
+    for where, at, here, obj in records():
+        check_record(obj, where, at, first, here, what=f"{what} line", keys=keys, example=example)
         yield where, obj
-    check_repeats(first, lambda: ((where, "$", f"on line {where.rpartition(':')[2]}", obj)
-                                  for where, obj in jsonl_objects(path, what=what, missing_fix=missing_fix)),
-                  f"{what} line")
+    check_repeats(first, records, f"{what} line")
     if not len(first):
         raise ConfigError(f"the {what} file has no lines", where=path.name, fix=f"add one JSON object per line: {example}")

@@ -332,14 +332,10 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                                                                 list(suite.metrics), design)
     writer = run_writer(store, run_id)
     listening = bool(plugins.pm.hook.oloproof_case_finished.get_hookimpls())  # no per-case cost otherwise
-    tally: RunTally | None = None
+    tally = RunTally(metrics, suite.slices, suite.slice_criteria, design.cluster is not None, design.trials > 1)
 
     def finished(part: list[tuple]) -> None:
         """A batch of finished cases: counted, stored, and told to the plugins that listen."""
-        nonlocal tally
-        if tally is None:
-            tally = RunTally(metrics, suite.slices, suite.slice_criteria, design.cluster is not None,
-                             design.trials > 1)
         results = [CaseResult(case=c, execution=e, judgments=j, trials=t, cluster=cluster_of(c, design.cluster),
                               slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
                    for c, e, j, t in part]
@@ -359,33 +355,26 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                 return decide_policy(suite.policy, by_criterion, anytime, confidence, judges, store, left)
 
             step = sequential.run(suite, plugins, store, caches, use_cache, decide, run_id, progress)
-            metrics = step.metrics
+            metrics = step.metrics  # anytime-valid, counted as the suite's criteria are
+            tally = RunTally(metrics, suite.slices, suite.slice_criteria)
             interrupted = step.interrupted
             not_run = len(suite.cases) - len(step.indices)
             header.update(sequential=step.record, cases=len(step.indices))
             finished([(suite.cases[i], e, j, []) for i, e, j in zip(step.indices, step.executions, step.judgments)])
-        if tally is None:  # no case at all
-            finished([])
-        assert tally is not None
-        outcome = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges, not_run,
-                            interrupted, sequential is not None)
-        writer.finish(header, outcome.summary)
+        outcome, summary = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges,
+                                     not_run, interrupted, sequential is not None)
+        writer.finish(header, summary)
     except BaseException:
         writer.abort()  # nothing half-written: the finished work is in the caches
         raise
-    plugins.pm.hook.oloproof_run_finished(run=header, summary=outcome.summary)
-    return outcome.run
-
-
-@frozen(kw_only=True)
-class _Concluded:
-    run: RunOutcome
-    summary: dict
+    plugins.pm.hook.oloproof_run_finished(run=header, summary=summary)
+    return outcome
 
 
 def _conclude(suite: Suite, store: Any, run_id: str, header: dict, tally: RunTally, caches: dict, metrics: dict,
-              confidence: float, judges: dict, not_run: int, interrupted: bool, sequential: bool) -> _Concluded:
-    """The summaries, the gate and the summary record of a run whose cases are all counted."""
+              confidence: float, judges: dict, not_run: int, interrupted: bool,
+              sequential: bool) -> tuple[RunOutcome, dict]:
+    """The outcome of a run whose cases are all counted (summaries, gate), and its summary record."""
     design = suite.design
     units = {}
     if not design.plain:
@@ -429,6 +418,6 @@ def _conclude(suite: Suite, store: Any, run_id: str, header: dict, tally: RunTal
         "policy": policy_data(suite.policy),
         **units,
     }
-    run = RunOutcome(run_id=run_id, header=header, tally=tally, summaries=summaries, slices=slice_rows,
-                     decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches, units=units)
-    return _Concluded(run=run, summary=summary)
+    return RunOutcome(run_id=run_id, header=header, tally=tally, summaries=summaries, slices=slice_rows,
+                      decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches,
+                      units=units), summary

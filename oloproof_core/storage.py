@@ -4,6 +4,7 @@ store against the contract (docs/stores.md)."""
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 import os
@@ -67,7 +68,7 @@ def case_rows(records: Iterable[dict], start: int) -> list[tuple[int, str, str, 
     return rows
 
 
-class RunWriter:
+class RunWriter(abc.ABC):
     """What ``store.begin_run`` returns, less the store's SQL: case rows numbered and sealed as
     they are added, the state that makes ``finish`` and ``abort`` safe to call in any order. A
     store subclasses it with ``_insert(rows)`` (one transaction of its own, or a part of the open
@@ -106,14 +107,17 @@ class RunWriter:
         self.state = "aborted"
         self._remove()
 
+    @abc.abstractmethod
     def _insert(self, rows: list[tuple[int, str, str, str]]) -> None:
-        raise NotImplementedError
+        """Write the rows: a transaction of its own, or a part of the store's open batch."""
 
+    @abc.abstractmethod
     def _finish(self, header: str, summary: str, seal: str) -> None:
-        raise NotImplementedError
+        """Write the run's row, making the run visible at once."""
 
+    @abc.abstractmethod
     def _remove(self) -> None:
-        raise NotImplementedError
+        """Remove the rows ``_insert`` wrote (the run was not finished)."""
 
 
 def write_run(writer: Any, header: dict, cases: Iterable[dict], summary: dict, size: int = CHUNK) -> None:

@@ -171,11 +171,11 @@ class RayExecutor:
                  log_to_driver=False, configure_logging=False)
         return True
 
-    def _start(self, ray: Any, work: Any) -> list:
+    def _start(self, ray: Any, work: Any) -> None:
         """The replicas (and the stage-cache reader), made at a run's first batch and kept until
         :meth:`close`."""
         if self.actors:
-            return self.actors
+            return
         o = self.options
         self.started = self._connect(ray, work.recipe.project_dir)
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -189,7 +189,6 @@ class RayExecutor:
                                              max_task_retries=o.max_retries)
         self.replicas = [remote.remote(work.recipe, reader) for _ in range(o.replicas)]
         self.actors.extend(self.replicas)
-        return self.actors
 
     def close(self, work: Any) -> None:
         """After a run's last batch: the replicas stopped, and Ray shut down if the run started it."""
