@@ -20,13 +20,21 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+def _encoder(allow_nan: bool) -> json.JSONEncoder:
+    return json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=allow_nan,
+                            default=_default)
+
+
+# built once: json.dumps with these options would build an encoder on every call (several a case)
+_ENCODERS = {True: _encoder(True).encode, False: _encoder(False).encode}
+
+
 def canonical(data: Any, allow_nan: bool = True) -> str:
     """The canonical JSON of plain data: sorted keys, no whitespace, UTF-8 kept.
 
     :param allow_nan: False raises ValueError for NaN and infinities (not JSON a strict parser reads).
     """
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=allow_nan,
-                      default=_default)
+    return _ENCODERS[allow_nan](data)
 
 
 def digest(data: Any) -> str:
