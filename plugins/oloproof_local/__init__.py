@@ -51,6 +51,7 @@ CREATE INDEX IF NOT EXISTS run_cases_case ON run_cases (run_id, case_id);
 COLUMNS = {"runs": "seal", "run_cases": "checksum", "cache": "checksum", "objects": "checksum"}
 CHUNK = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
 CACHE_KIB = 16 * 1024  # the writing connection's page cache (PRAGMA cache_size)
+CHECKPOINT_PAGES = 10_000  # WAL pages between automatic checkpoints (PRAGMA wal_autocheckpoint)
 _VALUE = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # a cache value's text (built once)
 CHECK = "run `oloproof store check`"
 
@@ -112,6 +113,9 @@ class LocalStore:
         # a page cache of 16 MiB rather than 2: a large run's cache index, keyed by digests (inserts
         # land anywhere in it), stays in memory between commits instead of being read back each time
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        # and the WAL copied back into the database every 10,000 pages rather than 1,000: a page
+        # rewritten by many commits of a large run is copied once (about a third less CPU per value)
+        db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
         # in one write transaction: two commands opening a new store at once would otherwise both
         # find a column missing and both add it
         db.execute("BEGIN IMMEDIATE")

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from oloproof import hookimpl
+
+# A synchronous call quicker than QUICK gains nothing from a thread (the GIL runs one at a time) and
+# pays the hand-off to and from it: such a system is called inline (see LocalExecutor.run) until a
+# call takes longer than SLOW, or SLOW_RUN calls in a row take longer than QUICK.
+QUICK, SLOW, SLOW_RUN = 100e-6, 0.05, 3
 
 
 class LocalExecutor:
@@ -18,6 +24,8 @@ class LocalExecutor:
         self.runner: Any = None  # an asynchronous system's event loop, kept across a run's batches
         self.threads: list[threading.Thread] = []  # a synchronous system's, kept across a run's batches
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.inline = True  # the run's synchronous system is still called inline
+        self.slow = 0  # calls in a row that took longer than QUICK
 
     def run(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None]) -> None:
         """One batch of a run's cases (a run may call it many times, then :meth:`close`)."""
@@ -32,13 +40,29 @@ class LocalExecutor:
             for i, case in enumerate(cases):
                 done(i, work.execute(case))
             return
+        # Calls are made inline, one at a time, while they are quick; once they are not (a system
+        # waiting on a service, say) the rest of the run goes to the threads.
+        start = 0
+        while self.inline and start < len(cases):
+            began = time.perf_counter()
+            execution = work.execute(cases[start])
+            took = time.perf_counter() - began
+            self.slow = self.slow + 1 if took > QUICK else 0
+            self.inline = took <= SLOW and self.slow < SLOW_RUN
+            done(start, execution)
+            start += 1
+        if start == len(cases):
+            return
+        self._run_threads(work, cases, done, start)
+
+    def _run_threads(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None], start: int) -> None:
         # ``concurrency`` threads pull cases in order and hand each execution back through one
         # queue: no future and no wait set per case; ``done`` runs here, in the run's thread. The
         # threads live across the run's batches (``close`` ends them).
         results: queue.SimpleQueue = queue.SimpleQueue()
-        wanted = min(work.concurrency, len(cases))
+        wanted = min(work.concurrency, len(cases) - start)
         stop = threading.Event()
-        job = (work, cases, iter(range(len(cases))), threading.Lock(), stop, results)
+        job = (work, cases, iter(range(start, len(cases))), threading.Lock(), stop, results)
         while len(self.threads) < wanted:
             thread = threading.Thread(target=self._worker, name=f"oloproof-case-{len(self.threads)}", daemon=True)
             thread.start()
@@ -104,6 +128,7 @@ class LocalExecutor:
         for _ in self.threads:
             self.jobs.put(None)
         self.threads = []
+        self.inline, self.slow = True, 0
         if self.runner is not None:
             try:
                 self.runner.run(work.aclose())
