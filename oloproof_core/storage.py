@@ -23,11 +23,8 @@ _RECORD = json.JSONEncoder(ensure_ascii=False).encode  # a case row's text (buil
 
 def checksum(*parts: str) -> str:
     """sha256 hex of the parts, each ended by a NUL byte (so no two splits of a text collide)."""
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode("utf-8", "surrogatepass"))
-        h.update(b"\0")
-    return h.hexdigest()
+    text = "\0".join(parts) + "\0" if parts else ""  # one encode and one update: the same bytes
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Sealer:
