@@ -345,9 +345,10 @@ def check_repeats(first: SeenIds, records: Callable[[], Iterable[tuple[str, str,
 
 def jsonl_objects(path: Path, *, what: str, missing_fix: str) -> Iterator[tuple[str, Any]]:
     """The parsed lines of a JSONL file (blank lines skipped) as ``("file:line", value)``."""
+    name = path.name
     for number, line in read_lines(path, what=what, missing_fix=missing_fix):
         if line.strip():
-            where = f"{path.name}:{number}"
+            where = f"{name}:{number}"
             yield where, parse_json_line(line, where)
 
 
