@@ -59,8 +59,21 @@ def load_cases(setting: Any, project_dir: Path, doc: Document | None = None) -> 
     return {"jsonl": _jsonl, "csv": _csv, "json": _json, "yaml": _yaml}[fmt](path)
 
 
+_OPTIONAL = (dict, type(None))
+
+
 def make_case(obj: dict, where: str, at: str) -> Case:
-    """A checked record as a Case: ``input`` present, ``input``, ``expected`` and ``metadata`` objects."""
+    """A checked record as a Case: ``input`` present, ``input``, ``expected`` and ``metadata`` objects
+    (an absent one is an empty object of its own)."""
+    input_, expected, metadata = obj.get("input"), obj.get("expected"), obj.get("metadata")
+    if (type(input_) is not dict or type(expected) not in _OPTIONAL or type(metadata) not in _OPTIONAL
+            or (expected is None and "expected" in obj) or (metadata is None and "metadata" in obj)):
+        _check_fields(obj, where, at)  # the plain JSON shape is checked above; anything else here
+    return Case(id=obj["id"], input=input_, expected={} if expected is None else expected,
+                metadata={} if metadata is None else metadata, source=where if at == "$" else f"{where}: {at}")
+
+
+def _check_fields(obj: dict, where: str, at: str) -> None:
     if "input" not in obj:
         raise ConfigError(f"{at}.input: missing input", where=where,
                           fix='add "input": {...}, the object passed to the system')
@@ -68,8 +81,6 @@ def make_case(obj: dict, where: str, at: str) -> Case:
         if key in obj and not isinstance(obj[key], dict):
             raise ConfigError(f"{at}.{key}: expected a JSON object, got {obj[key]!r} ({type(obj[key]).__name__})",
                               where=where, fix=f'write "{key}": {{...}}')
-    return Case(id=obj["id"], input=obj["input"], expected=obj.get("expected", {}),
-                metadata=obj.get("metadata", {}), source=where if at == "$" else f"{where}: {at}")
 
 
 HELD_BYTES = 2_000_000  # a larger JSONL file (some 10,000 cases) is read again by each pass, never held whole

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -255,7 +254,7 @@ def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, w
 
 class SeenIds:
     """The ids of a file read so far, for the duplicate-id check: where each was first seen while
-    they are few; past ``EXACT`` ids, an 8-byte digest each (a million ids in 8 MB), checked for
+    they are few; past ``EXACT`` ids, an 8-byte hash each (a million ids in 8 MB), checked for
     repeats by :meth:`repeated` once the file is read."""
 
     EXACT = 50_000
@@ -293,8 +292,10 @@ class SeenIds:
 
 
 def _id_digest(case_id: str) -> int:
-    return int.from_bytes(hashlib.blake2b(case_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                          "little", signed=True)
+    """Python's own 64-bit hash of the string (SipHash, keyed afresh by each process): as unlikely
+    to collide as any 8-byte digest, and a collision costs only the second read that locates a
+    repeat, which compares the ids themselves."""
+    return hash(case_id)
 
 
 def check_record(obj: Any, where: str, at: str, first: SeenIds, here: str, *, what: str,
