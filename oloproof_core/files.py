@@ -143,6 +143,7 @@ def _constant(name: str) -> Any:
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
 _SCAN = json.JSONDecoder(parse_constant=_constant).scan_once  # C throughout: no hook called per object
+_SPACE = (" ", "\t", "\n", "\r")  # JSON's whitespace, which the decoder skips around a value
 
 
 def _keys(value: Any) -> int:
@@ -159,14 +160,15 @@ def _keys(value: Any) -> int:
 
 
 def parse_plain(line: str) -> Any:
-    """``line`` parsed by the JSON scanner alone, when it is a value that parses so (no space before
-    it, only whitespace after); None otherwise (and for ``null``). Nothing else is checked: for a
-    line :func:`parse_json_line` accepts, it returns the value that returns."""
+    """``line`` parsed by the JSON scanner alone, when it is one value and JSON's whitespace; None
+    otherwise (and for ``null``). Nothing else is checked: for a line :func:`parse_json_line`
+    accepts, it returns the value that returns."""
+    start = len(line) - len(line.lstrip(" \t\n\r")) if line[:1] in _SPACE else 0
     try:
-        obj, end = _SCAN(line, 0)
-    except (ValueError, StopIteration, RecursionError):  # StopIteration: no value at 0
+        obj, end = _SCAN(line, start)
+    except (ValueError, StopIteration, RecursionError):  # StopIteration: no value there
         return None
-    if end != len(line) and line[end:].strip(" \t\n\r"):  # JSON's whitespace, as the decoder skips it
+    if end != len(line) and line[end:].strip(" \t\n\r"):
         return None
     return obj
 
