@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -258,6 +259,7 @@ class SeenIds:
     repeats by :meth:`repeated` once the file is read."""
 
     EXACT = 50_000
+    SORTED = 150_000  # up to this many digests, Python's sort finds repeats in less time than importing numpy
 
     def __init__(self, exact: float = EXACT) -> None:
         self.exact = exact  # math.inf: always exact (a file read whole anyway)
@@ -285,6 +287,10 @@ class SeenIds:
         """The digests seen more than once (after the exact part): usually none."""
         if self.digests is None or len(self.digests) < 2:
             return set()
+        if len(self.digests) <= self.SORTED and sys.modules.get("numpy") is None:  # sorted sooner than numpy imported
+            from itertools import pairwise
+
+            return {a for a, b in pairwise(sorted(self.digests)) if a == b}
         import numpy as np
 
         ordered = np.sort(np.frombuffer(self.digests, dtype=np.int64))

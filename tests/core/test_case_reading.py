@@ -12,7 +12,9 @@ import pytest
 
 import oloproof
 from oloproof_core import cases as cases_module
+from oloproof_core import config as config_module
 from oloproof_core import runner
+from oloproof_core.config import SeenIds
 from oloproof_core.errors import ConfigError
 from oloproof_core.files import _strict_line, parse_json_line, parse_plain
 
@@ -221,3 +223,35 @@ def test_each_strict_json_error_is_the_one_it_was(line, problem):
     with pytest.raises(ConfigError) as raised:
         parse_json_line(line, "f.jsonl:3")
     assert str(raised.value).startswith(f"f.jsonl:3: {problem}")
+
+
+# -- duplicate ids past the exact part: hashed, sorted without numpy when few ---------------------
+
+
+@pytest.mark.parametrize("sorted_up_to", [0, 10**9])  # numpy's sort, Python's
+def test_a_repeated_id_among_many_is_located_by_either_sort(fresh, monkeypatch, sorted_up_to):
+    rows = [case(i) for i in range(30)]
+    rows[25]["id"] = rows[3]["id"]
+    fresh.cases(rows)
+    monkeypatch.setattr(SeenIds, "EXACT", 10)
+    monkeypatch.setattr(SeenIds, "SORTED", sorted_up_to)
+    if sorted_up_to:  # numpy not imported, as in a run that computes nothing with it: importing it fails
+        monkeypatch.setitem(sys.modules, "numpy", None)
+    with pytest.raises(ConfigError) as raised:
+        oloproof.run(fresh.root / "oloproof.yaml")
+    assert str(raised.value).startswith("cases.jsonl:26: $.id: duplicate id 'c003' (first on line 4)")
+    assert fresh.runs() == []
+
+
+def test_ids_whose_hashes_collide_are_not_duplicates(fresh, monkeypatch):
+    """A repeated hash only sends the check back to the file, which compares the ids themselves:
+    every id hashed alike, a file of distinct ids runs, and a true repeat is still located."""
+    monkeypatch.setattr(config_module, "_id_digest", lambda case_id: 7)
+    monkeypatch.setattr(SeenIds, "EXACT", 10)
+    fresh.cases([case(i) for i in range(30)])
+    assert oloproof.run(fresh.root / "oloproof.yaml").tally.cases == 30
+    rows = [case(i) for i in range(30)]
+    rows[29]["id"] = rows[12]["id"]
+    fresh.cases(rows)
+    with pytest.raises(ConfigError, match=r"cases.jsonl:30: \$.id: duplicate id 'c012' \(first on line 13\)"):
+        oloproof.run(fresh.root / "oloproof.yaml")
