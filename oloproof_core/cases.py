@@ -158,7 +158,7 @@ class CaseStream(Sequence[Case]):
         self.unchanged()
         name, count = self.path.name, 0
         for number, line in read_lines(self.path, what="case", missing_fix=MISSING_FIX):
-            if not line.strip():  # a blank line, as jsonl_objects skips it
+            if not line.strip():  # a blank line, as read_jsonl skips it
                 continue
             obj = parse_plain(line)
             count += 1

@@ -350,23 +350,18 @@ def check_repeats(first: SeenIds, records: Callable[[], Iterable[tuple[str, str,
             places[case_id] = here
 
 
-def jsonl_objects(path: Path, *, what: str, missing_fix: str) -> Iterator[tuple[str, Any]]:
-    """The parsed lines of a JSONL file (blank lines skipped) as ``("file:line", value)``."""
-    name = path.name
-    for number, line in read_lines(path, what=what, missing_fix=missing_fix):
-        if line.strip():
-            where = f"{name}:{number}"
-            yield where, parse_json_line(line, where)
-
-
 def read_jsonl(path: Path, *, what: str, keys: tuple[str, ...], example: str,
                missing_fix: str) -> Iterator[tuple[str, dict]]:
     """One JSON object a line (blank lines skipped), each checked by :func:`check_record`; yields
     ``("file:line", object)``. Every problem is a ConfigError naming the line and the fix; an
     empty file too."""
+    name = path.name
+
     def records() -> Iterator[tuple[str, str, str, Any]]:  # where, JSON path, how a duplicate names it, object
-        for where, obj in jsonl_objects(path, what=what, missing_fix=missing_fix):
-            yield where, "$", f"on line {where.rpartition(':')[2]}", obj
+        for number, line in read_lines(path, what=what, missing_fix=missing_fix):
+            if line.strip():  # a blank line is skipped
+                where = f"{name}:{number}"
+                yield where, "$", f"on line {number}", parse_json_line(line, where)
 
     first = SeenIds()
     for where, at, here, obj in records():
