@@ -126,7 +126,7 @@ class CaseStream(Sequence[Case]):
         stamp, count = _stamp(self.path), 0
         for where, obj in read_jsonl(self.path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX):
             count += 1
-            case = make_case(obj, where, "$")  # every case built once here: the run's pass rebuilds the same
+            case = make_case(obj, where, "$")  # every case, a bad field found before anything runs
             if visit is not None:
                 visit(case)
         self.stamp, self.count = stamp, count
