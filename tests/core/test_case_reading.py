@@ -255,3 +255,20 @@ def test_ids_whose_hashes_collide_are_not_duplicates(fresh, monkeypatch):
     fresh.cases(rows)
     with pytest.raises(ConfigError, match=r"cases.jsonl:30: \$.id: duplicate id 'c012' \(first on line 13\)"):
         oloproof.run(fresh.root / "oloproof.yaml")
+
+
+def test_a_large_file_s_check_finds_a_bad_field_as_a_small_file_s_read_does(project, monkeypatch):
+    """Every case is built by the check, with or without an evaluator that reads the cases: a bad
+    field stops the check, at its line, before a later problem and before anything runs."""
+    rows = [case(i) for i in range(30)]
+    rows[20]["input"] = ["not", "an", "object"]
+    rows[25]["id"] = rows[3]["id"]  # a later problem: not the one reported
+    project.cases(rows)
+    with pytest.raises(ConfigError) as whole:
+        cases_module.load_cases("cases.jsonl", project.root)
+    monkeypatch.setattr(cases_module, "HELD_BYTES", 10)
+    stream = cases_module.load_cases("cases.jsonl", project.root)
+    with pytest.raises(ConfigError) as streamed:
+        stream.check()  # no evaluator's check to hand the cases to
+    assert str(streamed.value) == str(whole.value)
+    assert str(whole.value).startswith("cases.jsonl:21: $.input: expected a JSON object, got ['not', 'an', 'object']")
