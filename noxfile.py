@@ -31,6 +31,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/http_bench.py", "--transports")
     session.run("python", "benchmarks/fingerprint_bench.py")
     session.run("python", "benchmarks/viewer_bench.py")
+    session.run("python", "benchmarks/case_reading.py")
 
 
 @nox.session(python=PYTHON)

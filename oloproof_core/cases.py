@@ -9,12 +9,12 @@ import difflib
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from .config import Document, SeenIds, check_record, jsonl_objects, read_jsonl
+from .config import Document, SeenIds, check_record, read_jsonl
 from .errors import ConfigError
-from .files import (MAX_CASE_FILE_BYTES, MAX_CASE_YAML_NODES, MAX_LINE_BYTES, parse_json_line, parse_json_text, read_text,
-                    walk)
+from .files import (MAX_CASE_FILE_BYTES, MAX_CASE_YAML_NODES, MAX_LINE_BYTES, parse_json_line, parse_json_text, parse_plain,
+                    read_lines, read_text, walk)
 from .model import Case
 
 FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
@@ -59,8 +59,21 @@ def load_cases(setting: Any, project_dir: Path, doc: Document | None = None) -> 
     return {"jsonl": _jsonl, "csv": _csv, "json": _json, "yaml": _yaml}[fmt](path)
 
 
+_OPTIONAL = (dict, type(None))
+
+
 def make_case(obj: dict, where: str, at: str) -> Case:
-    """A checked record as a Case: ``input`` present, ``input``, ``expected`` and ``metadata`` objects."""
+    """A checked record as a Case: ``input`` present, ``input``, ``expected`` and ``metadata`` objects
+    (an absent one is an empty object of its own)."""
+    input_, expected, metadata = obj.get("input"), obj.get("expected"), obj.get("metadata")
+    if (type(input_) is not dict or type(expected) not in _OPTIONAL or type(metadata) not in _OPTIONAL
+            or (expected is None and "expected" in obj) or (metadata is None and "metadata" in obj)):
+        _check_fields(obj, where, at)  # the plain JSON shape is checked above; anything else here
+    return Case(id=obj["id"], input=input_, expected={} if expected is None else expected,
+                metadata={} if metadata is None else metadata, source=where if at == "$" else f"{where}: {at}")
+
+
+def _check_fields(obj: dict, where: str, at: str) -> None:
     if "input" not in obj:
         raise ConfigError(f"{at}.input: missing input", where=where,
                           fix='add "input": {...}, the object passed to the system')
@@ -68,8 +81,6 @@ def make_case(obj: dict, where: str, at: str) -> Case:
         if key in obj and not isinstance(obj[key], dict):
             raise ConfigError(f"{at}.{key}: expected a JSON object, got {obj[key]!r} ({type(obj[key]).__name__})",
                               where=where, fix=f'write "{key}": {{...}}')
-    return Case(id=obj["id"], input=obj["input"], expected=obj.get("expected", {}),
-                metadata=obj.get("metadata", {}), source=where if at == "$" else f"{where}: {at}")
 
 
 HELD_BYTES = 2_000_000  # a larger JSONL file (some 10,000 cases) is read again by each pass, never held whole
@@ -115,8 +126,9 @@ class CaseStream(Sequence[Case]):
         stamp, count = _stamp(self.path), 0
         for where, obj in read_jsonl(self.path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX):
             count += 1
+            case = make_case(obj, where, "$")  # every case, a bad field found before anything runs
             if visit is not None:
-                visit(make_case(obj, where, "$"))
+                visit(case)
         self.stamp, self.count = stamp, count
         self.unchanged()
 
@@ -127,17 +139,36 @@ class CaseStream(Sequence[Case]):
 
     def unchanged(self) -> None:
         if _stamp(self.path) != self.stamp:
-            raise ConfigError(f"{self.path.name} changed after its cases were checked", where=self.path.name,
-                              fix="leave the case file alone while a command reads it, and run again")
+            self._changed()
+
+    def _changed(self) -> NoReturn:
+        raise ConfigError(f"{self.path.name} changed after its cases were checked", where=self.path.name,
+                          fix="leave the case file alone while a command reads it, and run again")
 
     def __iter__(self) -> Iterator[Case]:
+        """The cases again, from the bytes :meth:`check` read (its stamp says so, before the first
+        case and after the last): each line parsed by the plain scanner and built as the check
+        built it, without checking again what the check proved of those bytes (strict JSON, the
+        fields, unique ids). A line that no longer reads as a case, or a case past the checked
+        count, can only come from a changed file: that stops the pass."""
         if self._held is not None:
             yield from self._held
             return
-        len(self)  # checked first
+        expected = len(self)  # checked first
         self.unchanged()
-        for where, obj in jsonl_objects(self.path, what="case", missing_fix=MISSING_FIX):
-            yield make_case(obj, where, "$")
+        name, count = self.path.name, 0
+        for number, line in read_lines(self.path, what="case", missing_fix=MISSING_FIX):
+            if not line.strip():  # a blank line, as read_jsonl skips it
+                continue
+            obj = parse_plain(line)
+            count += 1
+            if type(obj) is not dict or type(obj.get("id")) is not str or count > expected:
+                self._changed()
+            try:
+                case = make_case(obj, f"{name}:{number}", "$")
+            except ConfigError:
+                self._changed()
+            yield case
         self.unchanged()
 
     def __getitem__(self, i: Any) -> Any:

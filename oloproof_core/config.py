@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -255,10 +255,11 @@ def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, w
 
 class SeenIds:
     """The ids of a file read so far, for the duplicate-id check: where each was first seen while
-    they are few; past ``EXACT`` ids, an 8-byte digest each (a million ids in 8 MB), checked for
+    they are few; past ``EXACT`` ids, an 8-byte hash each (a million ids in 8 MB), checked for
     repeats by :meth:`repeated` once the file is read."""
 
     EXACT = 50_000
+    SORTED = 150_000  # up to this many digests, Python's sort finds repeats in less time than importing numpy
 
     def __init__(self, exact: float = EXACT) -> None:
         self.exact = exact  # math.inf: always exact (a file read whole anyway)
@@ -286,6 +287,10 @@ class SeenIds:
         """The digests seen more than once (after the exact part): usually none."""
         if self.digests is None or len(self.digests) < 2:
             return set()
+        if len(self.digests) <= self.SORTED and sys.modules.get("numpy") is None:  # sorted sooner than numpy imported
+            from itertools import pairwise
+
+            return {a for a, b in pairwise(sorted(self.digests)) if a == b}
         import numpy as np
 
         ordered = np.sort(np.frombuffer(self.digests, dtype=np.int64))
@@ -293,8 +298,10 @@ class SeenIds:
 
 
 def _id_digest(case_id: str) -> int:
-    return int.from_bytes(hashlib.blake2b(case_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                          "little", signed=True)
+    """Python's own 64-bit hash of the string (SipHash, keyed afresh by each process): as unlikely
+    to collide as any 8-byte digest, and a collision costs only the second read that locates a
+    repeat, which compares the ids themselves."""
+    return hash(case_id)
 
 
 def check_record(obj: Any, where: str, at: str, first: SeenIds, here: str, *, what: str,
@@ -343,22 +350,18 @@ def check_repeats(first: SeenIds, records: Callable[[], Iterable[tuple[str, str,
             places[case_id] = here
 
 
-def jsonl_objects(path: Path, *, what: str, missing_fix: str) -> Iterator[tuple[str, Any]]:
-    """The parsed lines of a JSONL file (blank lines skipped) as ``("file:line", value)``."""
-    for number, line in read_lines(path, what=what, missing_fix=missing_fix):
-        if line.strip():
-            where = f"{path.name}:{number}"
-            yield where, parse_json_line(line, where)
-
-
 def read_jsonl(path: Path, *, what: str, keys: tuple[str, ...], example: str,
                missing_fix: str) -> Iterator[tuple[str, dict]]:
     """One JSON object a line (blank lines skipped), each checked by :func:`check_record`; yields
     ``("file:line", object)``. Every problem is a ConfigError naming the line and the fix; an
     empty file too."""
+    name = path.name
+
     def records() -> Iterator[tuple[str, str, str, Any]]:  # where, JSON path, how a duplicate names it, object
-        for where, obj in jsonl_objects(path, what=what, missing_fix=missing_fix):
-            yield where, "$", f"on line {where.rpartition(':')[2]}", obj
+        for number, line in read_lines(path, what=what, missing_fix=missing_fix):
+            if line.strip():  # a blank line is skipped
+                where = f"{name}:{number}"
+                yield where, "$", f"on line {number}", parse_json_line(line, where)
 
     first = SeenIds()
     for where, at, here, obj in records():

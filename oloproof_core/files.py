@@ -142,13 +142,72 @@ def _constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+_SCAN = json.JSONDecoder(parse_constant=_constant).scan_once  # C throughout: no hook called per object
+_SPACE = (" ", "\t", "\n", "\r")  # JSON's whitespace, which the decoder skips around a value
+
+
+def _keys(value: Any) -> int:
+    """How many keys the objects in ``value`` hold, nested ones included."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            count += len(item)
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return count
+
+
+def parse_plain(line: str) -> Any:
+    """``line`` parsed by the JSON scanner alone, when it is one value and JSON's whitespace; None
+    otherwise (and for ``null``). Nothing else is checked: for a line :func:`parse_json_line`
+    accepts, it returns the value that returns."""
+    start = len(line) - len(line.lstrip(" \t\n\r")) if line[:1] in _SPACE else 0
+    try:
+        obj, end = _SCAN(line, start)
+    except (ValueError, StopIteration, RecursionError):  # StopIteration: no value there
+        return None
+    if end != len(line) and line[end:].strip(" \t\n\r"):
+        return None
+    return obj
+
+
+def _unique(line: str) -> Any:
+    """The value of ``line`` when :func:`parse_plain` reads it and it provably has no duplicate key,
+    else None. Every key is followed by a colon, so the keys parsed <= the keys written <= the
+    colons in the line; when the keys parsed (counted one level deep first, a record's shape) equal
+    the colons, no key was written twice."""
+    obj = parse_plain(line)
+    if obj is None:
+        return None
+    colons = line.count(":")
+    if type(obj) is dict:
+        shallow = len(obj)
+        for value in obj.values():
+            if type(value) is dict:
+                shallow += len(value)
+        if shallow == colons:
+            return obj
+    return obj if _keys(obj) == colons else None
 
 
 def parse_json_line(line: str, where: str) -> Any:
     """One line of JSON, strictly: no NaN or Infinity, no duplicate key, at most MAX_DEPTH deep,
-    and text only (a lone surrogate escape such as ``\\ud800`` is not a character)."""
+    and text only (a lone surrogate escape such as ``\\ud800`` is not a character). A line the
+    plain scanner reads with no duplicate key possible is not parsed again; any other goes through
+    the strict decoder, which says what is wrong."""
     if line.count("[") + line.count("{") > MAX_DEPTH and _depth(line) > MAX_DEPTH:
         raise ConfigError(f"nested more than {MAX_DEPTH} levels deep", where=where, fix="flatten the object")
+    obj = _unique(line)
+    if obj is None:
+        obj = _strict_line(line, where)
+    if "\\u" in line and re.search(r"\\u[dD][89a-fA-F]", line):
+        check_text(obj, "$", where)
+    return obj
+
+
+def _strict_line(line: str, where: str) -> Any:
     try:
         obj = _DECODER.decode(line)
     except _Strict as exc:
@@ -157,8 +216,6 @@ def parse_json_line(line: str, where: str) -> Any:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=where,
                           fix="write one JSON object per line") from None
-    if re.search(r"\\u[dD][89a-fA-F]", line):
-        check_text(obj, "$", where)
     return obj
 
 
