@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,10 @@ def check_aliases(events: Any, path: Path, limit: int = MAX_YAML_NODES) -> None:
                               fix="write the repeated blocks out, or use fewer nested aliases")
 
 
+_LONG_NUMBER = f"invalid JSON: an integer of more than {sys.get_int_max_str_digits()} digits, more than Python reads"
+_LONG_NUMBER_FIX = "write the number as a string, or with fewer digits"
+
+
 class _Strict(ValueError):
     """Raised inside the JSON decoder's hooks: a value no strict JSON parser accepts."""
 
@@ -216,6 +221,8 @@ def _strict_line(line: str, where: str) -> Any:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=where,
                           fix="write one JSON object per line") from None
+    except ValueError:  # what else the decoder raises: an integer too long to convert
+        raise ConfigError(_LONG_NUMBER, where=where, fix=_LONG_NUMBER_FIX) from None
     return obj
 
 
@@ -241,6 +248,8 @@ def parse_json_text(text: str, path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg}", where=f"{path.name}:{exc.lineno}:{exc.colno}",
                           fix="check the brackets, commas and quotes there") from None
+    except ValueError:
+        raise ConfigError(_LONG_NUMBER, where=path.name, fix=_LONG_NUMBER_FIX) from None
     if re.search(r"\\u[dD][89a-fA-F]", text):
         check_text(obj, "$", path.name)
     return obj

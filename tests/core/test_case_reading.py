@@ -272,3 +272,17 @@ def test_a_large_file_s_check_finds_a_bad_field_as_a_small_file_s_read_does(proj
         stream.check()  # no evaluator's check to hand the cases to
     assert str(streamed.value) == str(whole.value)
     assert str(whole.value).startswith("cases.jsonl:21: $.input: expected a JSON object, got ['not', 'an', 'object']")
+
+
+@pytest.mark.parametrize("name", ["cases.jsonl", "cases.json"])
+def test_an_integer_too_long_for_python_is_a_located_error(project, name):
+    """json reads integers of at most sys.get_int_max_str_digits() digits; a longer one is the case
+    file's error (exit 2), not an internal one."""
+    record = '{"id": "c1", "input": {"q": %s}, "expected": {"answer": "x"}}' % ("1" * 5000)
+    project.write(name, record + "\n" if name.endswith(".jsonl") else f"[{record}]\n")
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text().replace("cases.jsonl", name))
+    result = project.run("run")
+    assert result.code == 2, result.text
+    where = "cases.jsonl:1" if name.endswith(".jsonl") else "cases.json"
+    assert f"{where}: invalid JSON: an integer of more than 4300 digits" in result.text
+    assert project.runs() == []
