@@ -154,7 +154,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         executions = "refresh"
     project_dir = config_path.resolve().parent
     if str(project_dir) not in sys.path:  # `callable: app:run` finds app.py in the project,
-        sys.path.append(str(project_dir))  # after the installed packages: a project ulid.py shadows nothing
+        sys.path.append(str(project_dir))  # after the installed packages: a project jinja2.py shadows nothing
 
     stage_reads = use_cache and executions != "refresh"
     stage_cache = StageCache(store, read=stage_reads) if store is not None else None
