@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from itertools import islice
 from typing import Any
 
@@ -161,6 +160,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         for item in fast:
             keep(item, evaluate(item))
         if slow:
+            from concurrent.futures import ThreadPoolExecutor, as_completed  # judges that call out only
+
             pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="oloproof-judge")
             try:
                 futures = {pool.submit(evaluate, item): item for item in slow}

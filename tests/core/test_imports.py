@@ -54,6 +54,8 @@ def test_a_run_of_a_proportion_needs_neither_numpy_nor_scipy(project):
     # no package is imported to make the run id (python-ulid read its version through
     # importlib.metadata, which imports the email parser)
     assert not {"ulid", "importlib.metadata", "email.parser"} & modules
+    # the judges' thread pool is a run's whose judges call out (an LLM judge), not contains'
+    assert "concurrent.futures" not in modules
 
 
 @pytest.mark.parametrize("cases", [2, 300])
