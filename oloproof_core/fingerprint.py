@@ -185,7 +185,7 @@ def _package_version(top: str) -> Any:
 
 
 def _distribution_listing(top: str) -> tuple[str, str] | None:
-    """The installed distribution whose metadata lists package ``top`` (python-ulid for ulid):
+    """The installed distribution whose metadata lists package ``top`` (ruamel.yaml for ruamel):
     a text search of each ``*.dist-info``'s top_level.txt and RECORD, likeliest names first."""
     wanted = (f"\n{top}/", f"\n{top}.py,", f"\n{top}.")
     for entry in dict.fromkeys(sys.path):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from itertools import islice
 from typing import Any
 
@@ -54,10 +53,18 @@ class RunOutcome:
     units: dict = field(factory=dict)  # with trials or clusters: "instability" and "clusters" (units.py)
 
 
-def new_run_id() -> str:
-    from ulid import ULID
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # base32 without I, L, O, U
 
-    return f"run_{ULID()}"
+
+def new_run_id(milliseconds: int | None = None, randomness: bytes | None = None) -> str:
+    """``run_`` and a ULID: 48 bits of Unix time in milliseconds, then 80 random bits, as 26
+    Crockford base32 characters, so ids sort by the time they were made (docs/runs.md)."""
+    import os
+
+    if milliseconds is None:
+        milliseconds = time.time_ns() // 1_000_000
+    value = (milliseconds << 80) | int.from_bytes(os.urandom(10) if randomness is None else randomness)
+    return "run_" + "".join(CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
 def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
@@ -153,6 +160,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         for item in fast:
             keep(item, evaluate(item))
         if slow:
+            from concurrent.futures import ThreadPoolExecutor, as_completed  # judges that call out only
+
             pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="oloproof-judge")
             try:
                 futures = {pool.submit(evaluate, item): item for item in slow}

@@ -7,7 +7,7 @@ import inspect
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen, has
 from attrs import fields as attrs_fields
@@ -16,13 +16,15 @@ from .cases import CaseStream, load_cases
 from .config import CONVERTER, Document, structure, yaml_path
 from .errors import ConfigError
 from .identity import canonical, digest
-from .gate import Policy, load_policy
 from .model import Case, Evaluator, Slice, StageCache, System, SystemContext, select
 from .plugins import Plugins
 from .fingerprint import is_installed, reach_fingerprint
 from .recording import source_fingerprint
 from .relevance import UNITS, one_of
 from .units import PASS_ALL, Design, pass_all_name
+
+if TYPE_CHECKING:  # the policy's classes are imported by a suite that has one (load_suite)
+    from .gate import Policy
 
 SYSTEM_KEYS = ("name", "version", "cache")
 EXECUTIONS = ("auto", "reuse", "refresh")  # system.cache: when cached executions are reused
@@ -154,7 +156,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         executions = "refresh"
     project_dir = config_path.resolve().parent
     if str(project_dir) not in sys.path:  # `callable: app:run` finds app.py in the project,
-        sys.path.append(str(project_dir))  # after the installed packages: a project ulid.py shadows nothing
+        sys.path.append(str(project_dir))  # after the installed packages: a project jinja2.py shadows nothing
 
     stage_reads = use_cache and executions != "refresh"
     stage_cache = StageCache(store, read=stage_reads) if store is not None else None
@@ -234,6 +236,8 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
 
     policy = None
     if skeleton.policy is not None:
+        from .gate import load_policy
+
         policy = load_policy(doc, skeleton.policy, project_dir, ("policy",))
         for rule in policy.rules:
             if rule.metric.endswith("." + PASS_ALL) and rule.metric not in metrics and design.trials == 1:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,8 @@ SCHEMA_FILE = "results-v1.schema.json"
 
 def schema() -> dict:
     """The JSON Schema of the ``--json`` documents (a run and a comparison)."""
+    from importlib.resources import files  # only here: every command imports this package
+
     return json.loads(files(__name__).joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
 
 

@@ -256,3 +256,55 @@ policy:
     result = project.run("run")
     assert result.code == 3, result
     assert ["zero", "answer_correct", "INSUFFICIENT_EVIDENCE", "no_observed_cases"] in rows(result.out)
+
+
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def ulid_milliseconds(run_id: str) -> int:
+    """The time a run id was made: its first ten characters, Crockford base32."""
+    value = 0
+    for char in run_id.removeprefix("run_")[:10]:
+        value = value * 32 + CROCKFORD.index(char)
+    return value
+
+
+def test_run_ids_are_ulids_made_at_the_time_of_the_run_and_sort_by_it(project):
+    import time
+
+    project.cases([case(1)])
+    made = []
+    for _ in range(2):
+        before = time.time_ns() // 1_000_000
+        result = project.run("run")
+        after = time.time_ns() // 1_000_000
+        assert result.code == 0, result
+        run_id = result.out.split()[1]
+        assert re.fullmatch(r"run_[0-9A-HJKMNP-TV-Z]{26}", run_id), run_id
+        assert before <= ulid_milliseconds(run_id) <= after, (before, run_id, after)
+        made.append(run_id)
+    assert made[0] < made[1] and project.runs() == made
+
+
+def test_a_run_id_is_the_ulid_of_its_time_and_randomness():
+    """The ULID specification's example (github.com/ulid/spec): 1469922850259 ms is 01ARZ3NDEK;
+    the 80 random bits follow as 16 characters; ids made a millisecond apart sort by time."""
+    import time
+
+    from oloproof_core.runner import new_run_id
+
+    assert new_run_id(1469922850259, bytes(10)) == "run_01ARZ3NDEK0000000000000000"
+    assert new_run_id(1469922850259, b"\xff" * 10) == "run_01ARZ3NDEKZZZZZZZZZZZZZZZZ"
+    assert new_run_id(0, bytes(9) + b"\x01") == "run_" + "0" * 25 + "1"
+    assert new_run_id(2**48 - 1, bytes(10)) == "run_7ZZZZZZZZZ0000000000000000"
+    ids = set()
+    for _ in range(50):  # each pair: the second made a millisecond or more after the first
+        first = new_run_id()
+        start = time.time_ns()
+        while time.time_ns() // 1_000_000 <= start // 1_000_000:
+            pass
+        second = new_run_id()
+        assert first < second and len(first) == len(second) == 30, (first, second)
+        assert set(first[4:]) <= set(CROCKFORD) and ulid_milliseconds(second) > ulid_milliseconds(first)
+        ids |= {first, second}
+    assert len(ids) == 100

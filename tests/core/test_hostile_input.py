@@ -289,10 +289,14 @@ def test_a_system_module_that_fails_to_import_is_the_users_error(project):
 
 
 def test_a_project_file_named_like_a_dependency_shadows_nothing(project):
+    """The system imports an installed package the run has not imported yet (jinja2, the
+    viewer's): the installed one comes first, not the project's file of the same name."""
     project.cases(GOOD)
-    project.write("ulid.py", "raise SystemExit('the project ulid.py was imported')\n")
+    project.write("jinja2.py", "raise SystemExit('the project jinja2.py was imported')\n")
+    project.write("app.py", "from oloproof import system\n\n@system(name='e', version='1')\ndef run(input):\n"
+                            "    import jinja2\n    return {'answer': input['q'], 'jinja2': jinja2.__name__}\n")
     result = project.run("run")
-    assert result.code == 0, result
+    assert result.code == 0 and "100.0%" in result.out, result
 
 
 # -- what the store holds: damage is detected ------------------------------------------------------

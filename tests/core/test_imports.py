@@ -36,6 +36,10 @@ def test_commands_that_compute_no_interval_load_neither_numpy_nor_scipy(project)
         assert "asyncio" not in roots(modules), argv  # the http plugin imports it only to send requests
         if argv == ["plugins"]:  # every plugin loaded (importlib's own imports are not in the report)
             assert "oloproof_core.plugins" in modules and "http " in result.out
+        # the policy's module is a run's or a compare's; the run id's ULID is made without a package
+        assert not {"oloproof_core.gate", "ulid"} & modules, argv
+        if argv == ["--help"]:  # the outputs package's JSON schema is read by its function alone
+            assert "importlib.resources" not in modules, argv
 
 
 def test_a_run_of_a_proportion_needs_neither_numpy_nor_scipy(project):
@@ -47,6 +51,11 @@ def test_a_run_of_a_proportion_needs_neither_numpy_nor_scipy(project):
     modules = imported(result.err)
     assert not roots(modules) & set(HEAVY), sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert "asyncio" not in roots(modules)  # a synchronous system's run has no event loop
+    # no package is imported to make the run id (python-ulid read its version through
+    # importlib.metadata, which imports the email parser)
+    assert not {"ulid", "importlib.metadata", "email.parser"} & modules
+    # the judges' thread pool is a run's whose judges call out (an LLM judge), not contains'
+    assert "concurrent.futures" not in modules
 
 
 @pytest.mark.parametrize("cases", [2, 300])
