@@ -37,6 +37,7 @@ from oloproof import (
 )
 
 from .integrity import check_store, checksum
+from .keys import stored_key
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, created REAL, header TEXT, summary TEXT);
@@ -243,7 +244,8 @@ class LocalStore:
 
     def cache_get_many(self, ns: str, keys: Iterable[str]) -> dict[str, object]:
         """The cached values of ``keys`` in namespace ``ns`` that exist and are intact."""
-        keys = list(dict.fromkeys(keys))
+        asked = {stored_key(key): key for key in keys}
+        keys = list(asked)
         found: dict[str, object] = {}
         for start in range(0, len(keys), CHUNK):
             part = keys[start:start + CHUNK]
@@ -252,6 +254,7 @@ class LocalStore:
                 rows = db.execute(f"SELECT key, value, {self.cache_sum} FROM cache WHERE ns = ? AND key IN ({marks})",
                                   [ns, *part]).fetchall()
             for key, value, stored in rows:
+                key = asked[key]
                 if stored is None:  # written before checksums: recomputed, as when in doubt
                     continue
                 if stored != checksum(ns, key, value):
@@ -264,7 +267,7 @@ class LocalStore:
         rows = []
         for k, v in items:
             value = _VALUE(v)
-            rows.append((ns, k, value, checksum(ns, k, value)))
+            rows.append((ns, stored_key(k), value, checksum(ns, k, value)))
         if rows:
             with self._guard(), self._lock, self._write():
                 self.db.executemany("INSERT OR REPLACE INTO cache (ns, key, value, checksum) VALUES (?, ?, ?, ?)",

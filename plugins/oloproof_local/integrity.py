@@ -7,6 +7,8 @@ from typing import Any
 
 from oloproof import PAGE, check_rows, checksum, process_gone
 
+from .keys import key_text
+
 __all__ = ["check_store", "checksum"]
 
 
@@ -36,7 +38,8 @@ def check_store(store: Any) -> dict:
                 yield run_id, header, summary, seal, rows(run_id)
 
         counts, found = check_rows(
-            runs(), store.db.execute(f"SELECT ns, key, value, {store.cache_sum} FROM cache"),
+            runs(), ((ns, key_text(key), value, stored) for ns, key, value, stored
+                     in store.db.execute(f"SELECT ns, key, value, {store.cache_sum} FROM cache")),
             store.db.execute(f"SELECT id, kind, record, {store.object_sum} FROM objects"))
         unfinished, orphans = unfinished_runs(store)
     counts["unfinished"] = len(unfinished)
