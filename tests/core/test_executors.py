@@ -3,6 +3,8 @@ anything runs). Runs on a Ray cluster are in tests/test_ray_executor.py."""
 
 from __future__ import annotations
 
+import json
+
 from conftest import case
 
 
@@ -44,3 +46,47 @@ def test_the_command_line_replaces_the_suites_executor(project):
     assert result.code == 0 and "3 / 3 observed" in result.out, result
     wrong = project.run("run", "--executor", "threads")
     assert wrong.code == 2 and "--executor" in wrong.err and "local" in wrong.err, wrong
+
+
+THREADS_APP = '''
+import threading, time
+
+from oloproof import system
+
+@system(name="threads", version="1")
+def run(input):
+    if input.get("sleep"):
+        time.sleep(input["sleep"])
+    return {"answer": input["q"], "thread": threading.current_thread().name}
+'''
+
+
+def threads_used(project, sleep: float, n: int) -> list[str]:
+    """The thread each case's system call ran on, in case order (from the run's exported records)."""
+    project.write("app.py", THREADS_APP)
+    project.cases([case(i, sleep=sleep) for i in range(n)])
+    result = project.run("run")
+    assert result.code == 0 and f"{n} / {n} observed" in result.out, result.text
+    run_id = project.runs()[-1]
+    assert project.run("export", run_id).code == 0
+    lines = (project.root / ".oloproof" / "bundles" / run_id / "cases.jsonl").read_text().splitlines()
+    return [json.loads(line)["output"]["thread"] for line in lines]
+
+
+def test_a_quick_synchronous_system_is_called_in_the_run_s_own_thread(project):
+    """concurrency 8 (the default), calls of microseconds: no thread would make them faster. (Only
+    three calls in a row over 0.1 ms, or one over 50 ms, send the rest to the threads: on a machine
+    loaded enough to slow three calls in a row that is what happens, so the first three are what
+    is certain; on any other, all of them, which is what this machine shows.)"""
+    names = threads_used(project, 0, 40)
+    inline = names.count("MainThread")
+    assert inline >= 3 and names[:inline] == ["MainThread"] * inline  # inline first, threads (if ever) after
+    assert all(name.startswith("oloproof-case-") for name in names[inline:])
+
+
+def test_a_synchronous_system_that_waits_goes_to_the_threads_after_its_first_call(project):
+    """A call over 50 ms hands the rest of the run to `concurrency` threads, which overlap them."""
+    names = threads_used(project, 0.06, 12)
+    assert names[0] == "MainThread"
+    assert all(name.startswith("oloproof-case-") for name in names[1:])
+    assert len(set(names[1:])) > 1
