@@ -77,7 +77,7 @@ def test_a_quick_synchronous_system_is_called_in_the_run_s_own_thread(project):
     """concurrency 8 (the default), calls of microseconds: no thread would make them faster. (Only
     three calls in a row over 0.1 ms, or one over 50 ms, send the rest to the threads: on a machine
     loaded enough to slow three calls in a row that is what happens, so the first three are what
-    is certain; on any other, all of them, which is what this machine shows.)"""
+    is certain; on any other, all of them.)"""
     names = threads_used(project, 0, 40)
     inline = names.count("MainThread")
     assert inline >= 3 and names[:inline] == ["MainThread"] * inline  # inline first, threads (if ever) after
