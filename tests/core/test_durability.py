@@ -184,10 +184,11 @@ def test_a_run_killed_after_some_batches_is_unfinished_and_the_next_run_removes_
 
         @system(name="echo", version="1")
         def run(input):
-            time.sleep(0.002)
+            time.sleep(input["pause"])
             return {"answer": input["q"]}
     """)
-    project.cases([case(i) for i in range(2_600)])  # two batches of 2,000 and 600
+    # two batches of 2,000 and 600, the second slow enough to be running when the run is killed
+    project.cases([case(i, pause=0.002 if i < 2_000 else 0.02) for i in range(2_600)])
     proc = start(project, "run")
     db = project.root / ".oloproof" / "store.db"
     deadline = time.monotonic() + 90
@@ -200,6 +201,8 @@ def test_a_run_killed_after_some_batches_is_unfinished_and_the_next_run_removes_
             break
         time.sleep(0.05)
     assert stored == 2_000 and proc.poll() is None, "the first batch is stored while the run goes on"
+    time.sleep(0.3)  # an execution is committed within 0.1 s of finishing (docs/runs.md): the first batch's are
+    assert proc.poll() is None, "the second batch is still running"
     proc.kill()
     proc.communicate(timeout=30)
     assert project.runs() == []
