@@ -6,6 +6,7 @@ Results are always reported in case order, whatever the concurrency; a sequentia
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -59,8 +60,6 @@ CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # base32 without I, L, O, U
 def new_run_id(milliseconds: int | None = None, randomness: bytes | None = None) -> str:
     """``run_`` and a ULID: 48 bits of Unix time in milliseconds, then 80 random bits, as 26
     Crockford base32 characters, so ids sort by the time they were made (docs/runs.md)."""
-    import os
-
     if milliseconds is None:
         milliseconds = time.time_ns() // 1_000_000
     value = (milliseconds << 80) | int.from_bytes(os.urandom(10) if randomness is None else randomness)

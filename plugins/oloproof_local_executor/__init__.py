@@ -36,14 +36,11 @@ class LocalExecutor:
                 self.runner = asyncio.Runner()  # Ctrl-C cancels the batch's workers, as asyncio.run does
             self.runner.run(self._run_async(work, cases, done))
             return
-        if work.concurrency == 1:  # no thread hand-offs: cheaper, and a debugger sees the system
-            for i, case in enumerate(cases):
-                done(i, work.execute(case))
-            return
-        # Calls are made inline, one at a time, while they are quick; once they are not (a system
-        # waiting on a service, say) the rest of the run goes to the threads.
+        # Calls are made inline, one at a time: always at concurrency 1 (no thread hand-offs, and a
+        # debugger sees the system), else while they are quick; once they are not (a system waiting
+        # on a service, say) the rest of the run goes to the threads.
         start = 0
-        while self.inline and start < len(cases):
+        while (self.inline or work.concurrency == 1) and start < len(cases):
             began = time.perf_counter()
             execution = work.execute(cases[start])
             took = time.perf_counter() - began
