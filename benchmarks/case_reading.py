@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import make_project
+from common import make_project
 
-from oloproof_core.cases import CaseStream, load_cases
+from oloproof_core.config.cases import CaseStream, load_cases
 
 
 def cpu() -> float:

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import Child, child_env, load_average, log, oloproof_command, save_json, table
+from common import Child, child_env, load_average, log, oloproof_command, save_json, table
 
 # The targets are benchmarks/targets.py's, as ratios to a bare aiohttp loop measured in the same run;
 # the figures here (ratios to the ideal, the transports) are the detail behind them.

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import Child, child_env, load_average, log, make_project, oloproof_command, save_json, table, workdir
+from common import Child, child_env, load_average, log, make_project, oloproof_command, save_json, table, workdir
 
 POLICY = """version: 1
 confidence_level: 0.95

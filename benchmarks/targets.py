@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import http_bench  # the stand-in server and the HTTP projects
-from run import (Child, child_env, fmt, load_average, log, make_project, oloproof_command, save_json, table,
+from common import (Child, child_env, fmt, load_average, log, make_project, oloproof_command, save_json, table,
                  workdir)
 
 HTTP_CASES = 1000

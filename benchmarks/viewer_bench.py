@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.request import urlopen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import make_project
+from common import make_project
 
 TARGET_S = 1.0
 

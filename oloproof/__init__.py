@@ -4,82 +4,33 @@ Everything here is re-exported from the engine in ``oloproof_core``; import from
 only, never from ``oloproof_core``.
 """
 
-from oloproof_core import display, stats
-from oloproof_core.api import evaluate, run
-from oloproof_core.errors import ArtifactError, CaseMissing, ConfigError, EvaluationError, OloproofError, PluginError
-from oloproof_core.hookspecs import hookimpl
-from oloproof_core.model import (
-    acceptable_texts,
-    Case,
-    Context,
-    ContextItem,
-    DroppedItem,
-    Execution,
-    Judgment,
-    Passage,
-    Retrieval,
-    Summary,
-    StageCache,
-    SystemContext,
-    select,
-    tally,
+from oloproof_core.statistics import display, intervals as stats
+from oloproof_core.workflows.api import evaluate, run
+from oloproof_core.model.errors import (ArtifactError, CaseMissing, ConfigError, EvaluationError, OloproofError, PluginError)
+from oloproof_core.hooks.specs import hookimpl
+from oloproof_core.workflows.project import Project
+from oloproof_core.model.records import (
+    acceptable_texts, Case, Context, ContextItem, DroppedItem, Execution, Judgment, Passage, Retrieval, Summary,
+    StageCache, SystemContext, select, tally,
 )
-from oloproof_core.relevance import (
-    AtKEvaluator,
-    AtKOptions,
-    Evidence,
-    context_names,
-    evidence_words,
-    latest,
-    observe,
-    one_of,
-    ranked_units,
-    relevant_units,
-    retrieval_data,
-    retrieval_from_data,
-    unit_key,
-    whole_documents,
+from oloproof_core.model.retrieval import (
+    AtKEvaluator, AtKOptions, Evidence, context_names, evidence_words, latest, observe, one_of, ranked_units,
+    relevant_units, retrieval_data, retrieval_from_data, unit_key, whole_documents,
 )
-from oloproof_core.recording import (
-    RagSystemInfo,
-    Recorder,
-    SystemInfo,
-    call_with_recorder,
-    code_fingerprint,
-    current_case,
-    import_object,
-    rag_system,
-    source_fingerprint,
-    system,
+from oloproof_core.engine.recording import (
+    RagSystemInfo, Recorder, SystemInfo, call_with_recorder, code_fingerprint, current_case, import_object,
+    rag_system, source_fingerprint, system,
 )
-from oloproof_core.fingerprint import project_fingerprint, reach_fingerprint
-from oloproof_core.fingerprint import short as short_fingerprint
-from oloproof_core.registry import Registry
-from oloproof_core.storage import (
-    PAGE,
-    RunWriter,
-    check_rows,
-    checked_case,
-    checksum,
-    damaged_run,
-    process_gone,
-    row_checksum,
-    seal_intact,
-    seal_of,
-    sealed_records,
-    this_process,
-    write_run,
+from oloproof_core.engine.fingerprint import project_fingerprint, reach_fingerprint
+from oloproof_core.engine.fingerprint import short as short_fingerprint
+from oloproof_core.hooks.registry import Registry
+from oloproof_core.storage.runs import (
+    PAGE, RunWriter, check_rows, checked_case, checksum, damaged_run, process_gone, row_checksum, seal_intact,
+    seal_of, sealed_records, this_process, write_run,
 )
-from oloproof_core.identity import canonical, digest
-from oloproof_core.providers import (
-    JsonProvider,
-    JudgeOptions,
-    LLMJudge,
-    Reply,
-    judgment_from_reply,
-    open_provider,
-    retry_after,
-    text_of,
+from oloproof_core.model.identity import canonical, digest
+from oloproof_core.engine.providers import (
+    JsonProvider, JudgeOptions, LLMJudge, Reply, judgment_from_reply, open_provider, retry_after, text_of,
 )
 
 __version__ = "0.1.0"
@@ -106,6 +57,7 @@ __all__ = [
     "OloproofError",
     "Passage",
     "PluginError",
+    "Project",
     "RagSystemInfo",
     "Recorder",
     "Registry",

@@ -3,6 +3,6 @@
 Import it from a store package's tests only; it needs pytest. docs/stores.md describes it.
 """
 
-from oloproof_core.testing import SUMMARY, StoreContract, case_records, run_header
+from oloproof_core.storage.contract import SUMMARY, StoreContract, case_records, run_header
 
 __all__ = ["SUMMARY", "StoreContract", "case_records", "run_header"]

@@ -36,9 +36,9 @@ def describe(command: click.Command, path: list[str]) -> list[str]:
                 flag, meaning = f"`{param.human_readable_name}`", "(argument)"
             out.append(f"| {flag} | {meaning} |")
         out.append("")
-    if isinstance(command, click.Group):
-        for sub in sorted(command.commands):
-            out += describe(command.commands[sub], [*path, sub])
+    if isinstance(command, click.Group):  # the group of `oloproof` loads its plugins' commands when listed
+        for sub in sorted(command.list_commands(ctx)):
+            out += describe(command.get_command(ctx, sub), [*path, sub])
     return out
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import attrs
 
-from oloproof_core.gate import JudgeValidation, Policy, Rule, SequentialOptions
-from oloproof_core.plugins import Plugins, make_plugin_manager
-from oloproof_core.suite import Skeleton
+from oloproof_core.decisions.gate import JudgeValidation, Policy, Rule, SequentialOptions
+from oloproof_core.hooks.manager import Plugins, make_plugin_manager
+from oloproof_core.engine.system import Skeleton
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "config.md"
 

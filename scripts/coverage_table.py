@@ -19,11 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-from oloproof_core.stats import (
-    betting_interval,
-    clopper_pearson,
-    paired_difference,
-)
+from oloproof_core.statistics.intervals import betting_interval, clopper_pearson, paired_difference
 
 CONFIDENCE = 0.95
 

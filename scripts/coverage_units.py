@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oloproof_core.stats import betting_interval, clopper_pearson
+from oloproof_core.statistics.intervals import betting_interval, clopper_pearson
 
 SEED = 20261616
 CONFIDENCE = 0.95

@@ -261,3 +261,40 @@ def test_the_documented_example_is_the_packaged_one() -> None:
     docs = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
     for path in ("pyproject.toml", "oloproof_wordcount/__init__.py"):
         assert (PLUGIN_PACKAGE / path).read_text(encoding="utf-8") in docs, f"docs/plugins.md is out of date: {path}"
+
+
+def documented_module(heading: str) -> str:
+    """The Python block under ``heading`` of docs/plugins.md, as a third party copies it."""
+    text = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_a_reporter_and_a_command_from_the_docs_work_as_installed_distributions(venv: Venv, demo: Path,
+                                                                                 tmp_path: Path) -> None:
+    """Two distributions written from docs/plugins.md alone: a reporter that ``--report`` calls
+    with the run's view, and a command that ``oloproof --help`` lists and that reads the store."""
+    reporter = write_package(tmp_path / "chat", "oloproof-chat-report", "chat_report", "oloproof_chat_report",
+                             documented_module("## A reporter"))
+    command = write_package(tmp_path / "csv", "oloproof-runs-csv", "runs_csv", "oloproof_runs_csv",
+                            documented_module("## A command"))
+    with venv.installed(reporter, "oloproof-chat-report"), venv.installed(command, "oloproof-runs-csv"):
+        proc = venv.oloproof("run", "--report", "chat=gate.jsonl", "--json", "results.json", cwd=demo)
+        assert proc.returncode in (0, 1, 3), proc.stdout + proc.stderr
+        import json
+
+        lines = [json.loads(line) for line in (demo / "gate.jsonl").read_text(encoding="utf-8").splitlines()]
+        document = json.loads((demo / "results.json").read_text(encoding="utf-8"))
+        assert lines[0] == {"gate": document["gate"], "run": document["run"]["id"]}
+        assert {line["metric"] for line in lines[1:]} == set(document["metrics"]) != set()
+        assert "reporter chat" in venv.oloproof("plugins", cwd=demo).stdout
+
+        listing = venv.oloproof("--help", cwd=demo)
+        assert "runs-csv" in listing.stdout and "Print the project's runs as CSV." in listing.stdout
+        out = venv.oloproof("runs-csv", cwd=demo)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines() == ["run,cases", f"{document['run']['id']},{document['run']['cases']}"]
+
+        unknown = assert_one_line_error(venv.oloproof("run", "--report", "nosuch=x", cwd=demo))
+        assert "nosuch" in unknown
+    assert "runs-csv" not in venv.oloproof("--help", cwd=demo).stdout  # uninstalled: gone

@@ -8,8 +8,7 @@ this module). See docs/gates-in-ci.md.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,39 +39,36 @@ def to_json_chunks(view: Mapping[str, Any], key: str, items: Iterable[Any]) -> I
     yield ("]" if first else "\n  ]") + "\n}\n"
 
 
-def _write(path: str, text: str | Iterable[str]) -> None:
-    """Write ``text``, or its pieces one after another."""
+def write_text(path: str, text: str | Iterable[str]) -> None:
+    """Write ``text``, or its pieces one after another, creating the file's folder."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("w", encoding="utf-8") as handle:
         handle.writelines([text] if isinstance(text, str) else text)
 
 
-def write_outputs(view: Mapping[str, Any], *, junit: str | None = None, json_file: str | None = None,
-                  markdown: str | None = None, records: Iterable[Mapping[str, Any]] | None = None) -> None:
-    """Write the files asked for; append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` when set.
+class ReportContext:
+    """What a reporter may read beyond the view: the store, the plugins, and the run id or
+    ``sha256:`` object id the view reports (``subject``)."""
 
-    :param records: a run's case records, for a JUnit test case a case x criterion (``--junit-cases``).
+    def __init__(self, store: Any, plugins: Any, subject: str):
+        self.store, self.plugins, self.subject = store, plugins, subject
+
+
+def write_reports(plugins: Any, view: Mapping[str, Any], reports: Sequence[tuple[str, str | None, bool]], *,
+                  records: Callable[[], Iterable[Mapping[str, Any]]] | None = None,
+                  context: ReportContext | None = None) -> None:
+    """Write each ``(reporter name, target, gets records)`` of ``reports`` (``options.wanted_reports``), in order.
+
+    :param records: called once per reporter that gets the case records (``junit`` with
+        ``--junit-cases``, every reporter of ``--report``): a long run is streamed each time, never held.
     """
-    from ..errors import OloproofError
+    from oloproof_core.model.errors import OloproofError
 
-    try:
-        if junit:
-            from .junit import junit_chunks
-
-            _write(junit, junit_chunks(view, records))
-        if json_file:
-            _write(json_file, to_json(view))
-        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-        if markdown or summary_file:
-            from .markdown import render_markdown
-
-            text = render_markdown(view)
-            if markdown:
-                _write(markdown, text)
-            if summary_file:
-                with open(summary_file, "a", encoding="utf-8") as handle:
-                    handle.write(text + "\n")
-    except OSError as exc:
-        raise OloproofError(f"cannot write {exc.filename}: {exc.strerror}",
-                            fix="choose a file in a directory you can write to") from None
+    for name, target, with_records in reports:
+        reporter = plugins.reporters.get(name, where="--report").factory(None)
+        try:
+            reporter.write(view, target, records=records() if with_records and records else None, context=context)
+        except OSError as exc:
+            raise OloproofError(f"cannot write {exc.filename or target}: {exc.strerror}",
+                                fix="choose a file in a directory you can write to") from None

@@ -12,8 +12,9 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from ..display import fixed
-from ..report import judgment_word, printable, table
+from oloproof_core.statistics.display import fixed
+from oloproof_core.outputs.report import judgment_word, printable
+from oloproof_core.statistics.display import table
 
 INDENT = "  "
 

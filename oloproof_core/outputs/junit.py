@@ -16,8 +16,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..files import Spool
-from .view import RUN_FORMAT, case_criteria
+from oloproof_core.config.files import Spool
+from oloproof_core.results.view import RUN_FORMAT, case_criteria
 
 
 def _rule_message(view: Mapping[str, Any], d: Mapping[str, Any]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .view import RUN_FORMAT
+from oloproof_core.results.view import RUN_FORMAT
 
 CHANGED_SHOWN = 20  # a comment stays readable; the JSON document lists every changed case
 MARK = {"passed": "✅", "failed": "❌", "skipped": "⚠️", "undecided": "⏸️"}
@@ -53,7 +53,7 @@ def render_markdown(view: Mapping[str, Any]) -> str:
                        [[m["name"], *m["display"].values()] for m in view["metrics"]])]
         units = view.get("units")
         if units:  # trials or clusters: the same lines the terminal prints
-            from ..report import unit_lines
+            from oloproof_core.outputs.report import unit_lines
 
             instability = {u["criterion"]: u for u in units.get("instability", [])}
             lines = unit_lines({"instability": instability, "clusters": units.get("clusters")}, units,

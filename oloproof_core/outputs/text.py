@@ -67,28 +67,12 @@ def comparison_body(view: Mapping[str, Any], show_slices: bool) -> list[str]:
 CHANGED_SHOWN = 5  # cases listed under "Changed verdicts" without --cases
 
 
-def planning_line(plan: Mapping[str, Any]) -> str:
-    """compare.plan's figures: ``about 38 more paired cases would decide it, if the difference holds
-    (53 in total at 7% discordance)``."""
-    if plan.get("graded"):  # trial means, cluster means: the differences scaled, not a discordance
-        noun = "paired clusters" if plan.get("unit") == "clusters" else "paired cases"
-        if plan["total"] is None:
-            return f"no total up to {plan['limit']:,} {noun} would decide it, if the differences hold"
-        return f"about {plan['total'] - plan['paired']} more {noun} would decide it, if the differences hold " \
-               f"({plan['total']} in total)"
-    if plan["total"] is None:
-        return (f"no total up to {plan['limit']:,} paired cases would decide it, "
-                f"if the difference holds ({plan['discordance']}% discordance)")
-    return (f"about {plan['total'] - plan['paired']} more paired cases would decide it, if the difference holds "
-            f"({plan['total']} in total at {plan['discordance']}% discordance)")
-
-
 def changed_lines(view: Mapping[str, Any], show_all: bool) -> list[str]:
     """``Changed verdicts: 2 on 1 case (2 fixed, 0 broken)``, then a line a case: its criteria by direction.
 
     :param show_all: every case (``--cases``); else the first ``CHANGED_SHOWN`` and a count of the rest.
     """
-    from .view import change_of
+    from oloproof_core.results.view import change_of
 
     by_case: dict[str, dict[str, list[str]]] = {}
     totals = {"fixed": 0, "broken": 0, "changed": 0}

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from .. import views
-from ..errors import ConfigError
+from oloproof_core.outputs import pages as views
+from oloproof_core.model.errors import ConfigError
 
 META_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'"
 CSP = META_CSP + "; frame-ancestors 'none'"  # frame-ancestors only counts as a header

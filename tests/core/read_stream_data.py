@@ -82,7 +82,7 @@ def summary(rows: list[dict]) -> dict:
 def build(root: Path, n: int = 3000, clusters: bool = False, baseline_order: str = "same") -> Path:
     """A project at ``root`` whose store holds CANDIDATE and BASELINE (``baseline_order``: ``same``,
     ``shuffled`` or ``subset`` (every third case left out, the rest in order))."""
-    from oloproof_core.cli import Project
+    from oloproof_core.workflows.project import Project
 
     root.mkdir(parents=True, exist_ok=True)
     (root / "oloproof.yaml").write_text(SUITE)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from conftest import case
 
-from oloproof_core.adaptive import adaptive_betting_interval
-from oloproof_core.stats import betting_interval
+from oloproof_core.statistics.adaptive import adaptive_betting_interval
+from oloproof_core.statistics.intervals import betting_interval
 
 CONFIDENCE = 0.95
 

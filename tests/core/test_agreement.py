@@ -13,7 +13,7 @@ from functools import cache
 import numpy as np
 import pytest
 
-from oloproof_core.agreement import Table, cohen_kappa, kappa_bounds, kappa_of, prediction_powered
+from oloproof_core.statistics.agreement import Table, cohen_kappa, kappa_bounds, kappa_of, prediction_powered
 
 CONFIDENCE = 0.95
 
@@ -117,7 +117,7 @@ def test_the_requirement_on_the_lower_bound_keeps_a_weak_judge_out():
 
 @pytest.mark.slow
 def test_the_large_sample_kappa_interval_under_covers_so_it_is_not_printed():
-    from oloproof_core.agreement import kappa_interval
+    from oloproof_core.statistics.agreement import kappa_interval
 
     rng = np.random.default_rng(38)
     n, prevalence, tpr, tnr, replicates = 38, 0.95, 0.95, 0.95, 2000

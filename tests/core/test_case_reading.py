@@ -11,12 +11,12 @@ import sys
 import pytest
 
 import oloproof
-from oloproof_core import cases as cases_module
-from oloproof_core import config as config_module
-from oloproof_core import runner
-from oloproof_core.config import SeenIds
-from oloproof_core.errors import ConfigError
-from oloproof_core.files import _strict_line, parse_json_line, parse_plain
+from oloproof_core.config import cases as cases_module
+from oloproof_core.config import documents as config_module
+from oloproof_core.engine import runner
+from oloproof_core.config.documents import SeenIds
+from oloproof_core.model.errors import ConfigError
+from oloproof_core.config.files import _strict_line, parse_json_line, parse_plain
 
 from conftest import case
 

@@ -174,7 +174,7 @@ def test_a_plugin_with_a_misspelt_hook_is_a_plugin_error():
     import types
 
     from oloproof import PluginError, hookimpl
-    from oloproof_core.plugins import make_plugin_manager
+    from oloproof_core.hooks.manager import make_plugin_manager
 
     module = types.ModuleType("oloproof_typo")
 

@@ -219,8 +219,8 @@ def test_missing_cases_are_summarised_and_an_empty_slice_is_noted(project):
 def test_an_observed_count_rule_on_a_score_criterion_is_a_config_error(tmp_path):
     # Regression: a score criterion records no failures, so such a rule PASSed whatever the scores.
     from oloproof import ConfigError
-    from oloproof_core.config import Document
-    from oloproof_core.gate import load_policy
+    from oloproof_core.config.documents import Document
+    from oloproof_core.decisions.gate import load_policy
 
     class Proportion:
         name, pass_fail = "proportion", True
@@ -291,7 +291,7 @@ def test_a_run_id_is_the_ulid_of_its_time_and_randomness():
     the 80 random bits follow as 16 characters; ids made a millisecond apart sort by time."""
     import time
 
-    from oloproof_core.runner import new_run_id
+    from oloproof_core.engine.runner import new_run_id
 
     assert new_run_id(1469922850259, bytes(10)) == "run_01ARZ3NDEK0000000000000000"
     assert new_run_id(1469922850259, b"\xff" * 10) == "run_01ARZ3NDEKZZZZZZZZZZZZZZZZ"

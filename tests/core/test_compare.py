@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import CONFIG, Project, case, olo
-from oloproof_core.compare import Paired
+from oloproof_core.decisions.compare import Paired
 
 RUN = re.compile(r"^Run (run_[0-9A-HJKMNP-TV-Z]{26}) ", re.M)
 HEADER = r"Comparison sha256:[0-9a-f]{{64}} of {cand} against {base} · {n} paired cases"

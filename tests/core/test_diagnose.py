@@ -17,7 +17,7 @@ import sqlite3
 import pytest
 
 from conftest import Project
-from oloproof_core.diagnose_report import implication_lines
+from oloproof_core.outputs.diagnosis import implication_lines
 
 APP = '''
 """A staged fixture whose failing cases have known causes (tests/core/test_diagnose.py)."""

@@ -74,7 +74,7 @@ def test_distribution_names_and_versions_are_read_as_the_email_parser_reads_them
     its metadata, without the email parser; the parser (importlib_metadata) is the reference."""
     import importlib_metadata
 
-    from oloproof_core.plugins import name_and_version
+    from oloproof_core.hooks.manager import name_and_version
 
     checked = 0
     for dist in importlib_metadata.distributions():

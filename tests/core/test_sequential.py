@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from conftest import case
 
-from oloproof_core.sequential import Sequential
-from oloproof_core.stats import BETS, betting_interval, clopper_pearson
+from oloproof_core.engine.sequential import Sequential
+from oloproof_core.statistics.intervals import BETS, betting_interval, clopper_pearson
 
 ALPHA = 0.05
 

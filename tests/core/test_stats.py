@@ -12,14 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oloproof_core.stats import (
-    betting_interval,
-    ceil_to,
-    clopper_pearson,
-    floor_to,
-    paired_difference,
-    planning_total,
-    round_half_up,
+from oloproof_core.statistics.intervals import (
+    betting_interval, ceil_to, clopper_pearson, floor_to, paired_difference, planning_total, round_half_up,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -343,7 +337,7 @@ def test_outward_rounding():
 
 
 def test_import_does_not_load_scipy():
-    code = ("import sys, oloproof_core.stats; assert not {'scipy', 'numpy'} & set(sys.modules), "
+    code = ("import sys, oloproof_core.statistics.intervals; assert not {'scipy', 'numpy'} & set(sys.modules), "
             "'scipy or numpy loaded'")
     path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
@@ -356,7 +350,7 @@ def test_every_shown_estimate_rounds_ties_away_from_zero():
     # Regression: 1/16 showed 6.2% (half-even on the binary value); docs/statistics.md says ties away from zero.
     from decimal import ROUND_HALF_UP, Decimal
 
-    from oloproof_core.display import fixed, percent, percent_of, points_cells, proportion_cells
+    from oloproof_core.statistics.display import fixed, percent, percent_of, points_cells, proportion_cells
 
     assert percent_of(1, 16) == "6.3%" and proportion_cells(1, 16, 0.0, 0.3, 0, 0)[0] == "6.3%"
     for n in range(1, 201):
@@ -375,7 +369,7 @@ def test_the_beta_quantile_equals_scipys_betaincinv_up_to_100000_trials():
 
     from scipy.special import betaincinv
 
-    from oloproof_core.stats import beta_quantile
+    from oloproof_core.statistics.intervals import beta_quantile
 
     rng = random.Random(19)
     worst = 0.0

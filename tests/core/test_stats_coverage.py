@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from oloproof_core.stats import betting_interval, clopper_pearson, paired_difference
+from oloproof_core.statistics.intervals import betting_interval, clopper_pearson, paired_difference
 
 pytestmark = pytest.mark.slow
 

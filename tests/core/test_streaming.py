@@ -10,10 +10,10 @@ import sys
 import pytest
 
 import oloproof
-from oloproof_core import cases as cases_module
-from oloproof_core import runner
-from oloproof_core.config import SeenIds
-from oloproof_core.report import render_run
+from oloproof_core.config import cases as cases_module
+from oloproof_core.engine import runner
+from oloproof_core.config.documents import SeenIds
+from oloproof_core.outputs.report import render_run
 
 from conftest import case
 
@@ -146,9 +146,9 @@ def test_a_column_summarises_as_the_list_of_its_judgments(scores):
     judgments gives: the same values in the same order, counts and intervals."""
     import random
 
-    from oloproof_core.gate import Rule, decide_rule
-    from oloproof_core.model import Column, Judgment, tally
-    from oloproof_core.plugins import Plugins, make_plugin_manager
+    from oloproof_core.decisions.gate import Rule, decide_rule
+    from oloproof_core.model.records import Column, Judgment, tally
+    from oloproof_core.hooks.manager import Plugins, make_plugin_manager
 
     rng = random.Random(17)
     judgments = []

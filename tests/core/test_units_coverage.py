@@ -70,8 +70,8 @@ def test_the_full_tables_cover_and_are_the_documented_ones():
 @pytest.mark.parametrize(("n", "b", "c", "margin"), [(15, 0, 1, 0.05), (15, 0, 1, 0.02), (20, 1, 3, 0.05),
                                                       (40, 0, 4, 0.1)])
 def test_graded_planning_matches_the_discordant_planning_on_pass_fail_pairs(n, b, c, margin):
-    from oloproof_core import stats
-    from oloproof_core.units import planning_total
+    from oloproof_core.statistics import intervals as stats
+    from oloproof_core.statistics.units import planning_total
 
     differences = [-1.0] * b + [1.0] * c + [0.0] * (n - b - c)
     assert planning_total(differences, margin, 0.95) == stats.planning_total(b, c, n, margin, 0.95)
@@ -82,8 +82,8 @@ def test_graded_planning_is_the_first_deciding_total():
     and at no smaller total does it."""
     import numpy as np
 
-    from oloproof_core.stats import betting_interval
-    from oloproof_core.units import planning_total
+    from oloproof_core.statistics.intervals import betting_interval
+    from oloproof_core.statistics.units import planning_total
 
     differences = [0.4, 0.2, 0.2, 0.0, 0.0, 0.0, -0.2, 0.6, 0.0, 0.2]
     total = planning_total(differences, 0.05, 0.95)

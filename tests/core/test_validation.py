@@ -17,9 +17,10 @@ import pytest
 from conftest import case
 
 from oloproof import ConfigError, digest
-from oloproof_core.stats import clopper_pearson
-from oloproof_core.validation import (Table, cohen_kappa, kappa_interval, kappa_standard_error, load_labels,
-                                      one_sided, prediction_powered, rate)
+from oloproof_core.statistics.intervals import clopper_pearson
+from oloproof_core.workflows.validation import (
+    Table, cohen_kappa, kappa_interval, kappa_standard_error, load_labels, one_sided, prediction_powered, rate,
+)
 
 # The worked example of docs/judges.md: 38 labelled cases.
 #                judge pass  judge fail

@@ -35,7 +35,9 @@ def test_every_cli_option_is_in_the_reference():
             for opt in getattr(param, "opts", []):
                 if opt.startswith("-"):
                     assert f"`{opt}`" in text, f"{opt} of {command.name} is undocumented"
-        for sub in getattr(command, "commands", {}).values():
-            walk(sub)
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for sub in command.list_commands(ctx):
+                walk(command.get_command(ctx, sub))
 
     walk(cli)

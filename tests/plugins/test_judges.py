@@ -13,7 +13,7 @@ from provider_standin import Fault, StandIn, verdict
 
 from oloproof import EvaluationError, Execution, Judgment
 from oloproof import Case
-from oloproof_core.providers import parse_verdict
+from oloproof_core.engine.providers import parse_verdict
 
 KEY = "sk-standin-judge-7d41aa"
 

@@ -12,8 +12,8 @@ from provider_standin import Fault, StandIn, reply_text, verdict
 import oloproof_anthropic
 import oloproof_openai
 from oloproof import ConfigError, EvaluationError, retry_after
-from oloproof_core.plugins import Plugins, make_plugin_manager
-from oloproof_core.providers import open_provider
+from oloproof_core.hooks.manager import Plugins, make_plugin_manager
+from oloproof_core.engine.providers import open_provider
 
 KEY = "sk-standin-5f3c9e"
 MODULES = {"openai": oloproof_openai, "anthropic": oloproof_anthropic}

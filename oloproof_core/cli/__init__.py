@@ -1,0 +1,148 @@
+"""The ``oloproof`` command line: the group, its commands from plugins, errors mapped to exit codes.
+
+Every command is a plugin's: a module implementing ``oloproof_register_commands(cli)`` adds it
+with ``cli.add_command``. The builtin commands are the modules of this package (one a command)
+and the viewer's; a third-party distribution adds its own through its ``oloproof`` entry point
+(docs/plugins.md). Heavy modules (scipy, httpx, the plugins) are imported only by the commands
+that need them, so ``oloproof --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from oloproof_core.model.errors import ExitCode, error_line
+
+# the builtin command plugins: registered by the group itself, as pytest registers its own
+BUILTIN_COMMANDS = tuple(f"oloproof_core.cli.{name}" for name in (
+    "cache", "compare", "diagnose", "export", "init", "inspect", "judge", "plugins", "run", "runs", "store",
+)) + ("oloproof_core.viewer.command",)
+
+
+class PluginGroup(click.Group):
+    """A group whose commands plugins add. A builtin command's name resolves with the builtin
+    plugins alone; the list (``--help``) and any other name also load the command plugins of
+    other distributions (their ``oloproof`` entry points)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._builtins = False
+        self._others = False
+
+    def load(self, others: bool) -> None:
+        from oloproof_core.hooks.manager import command_plugins
+
+        if not self._builtins or (others and not self._others):
+            pm = command_plugins(BUILTIN_COMMANDS, others=others)
+            for impl in reversed(pm.hook.oloproof_register_commands.get_hookimpls()):
+                if impl.plugin_name in BUILTIN_COMMANDS and self._builtins:
+                    continue  # added by the first load
+                impl.function(cli=self)
+            self._builtins = True
+            self._others = self._others or others
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.load(others=True)
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self.load(others=False)
+        command = super().get_command(ctx, cmd_name)
+        if command is None and not self._others:
+            self.load(others=True)
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+
+@click.group(cls=PluginGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="oloproof")
+def cli() -> None:
+    """Evaluate a RAG or LLM system: run a suite, gate a release, compare runs, diagnose failures.
+
+    Add --debug to any command to see the traceback behind an error.
+    """
+
+
+def _on_interrupt() -> None:
+    """The first Ctrl-C stops the command cleanly (a run stores what finished and prints its
+    report); a second one exits at once, with no traceback."""
+    import os
+    import signal
+
+    def handler(signum, frame) -> None:
+        if handler.count:
+            os.write(2, b"Interrupted again: exiting now.\n")
+            os._exit(ExitCode.INTERRUPTED)
+        handler.count += 1
+        raise KeyboardInterrupt
+
+    handler.count = 0
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (an embedding test runner): keep Python's default
+        pass
+
+
+def _dispatch(debug: bool) -> int:
+    try:
+        cli.main(standalone_mode=False)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.USAGE)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return ExitCode.USAGE
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return ExitCode.INTERRUPTED
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - every error is one line; --debug adds the traceback
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        line, code = error_line(exc)
+        click.echo(f"error: {line}", err=True)
+        return code
+    return ExitCode.OK
+
+
+def main() -> None:
+    """Entry point: run the command; user errors print one line and exit 2, a bug exits
+    ``ExitCode.INTERNAL`` with a one-line message.
+
+    ``--debug`` (anywhere on the command line) or ``OLOPROOF_DEBUG=1`` adds the traceback.
+    """
+    import os
+
+    debug = "--debug" in sys.argv or os.environ.get("OLOPROOF_DEBUG") == "1"
+    if "--debug" in sys.argv:
+        sys.argv.remove("--debug")
+    _on_interrupt()
+    import gc
+
+    # A run holds every case's records until it stores them; at the default threshold (700) the
+    # collector traverses them all again and again: a sixth of the CPU of 100,000 cases
+    # (benchmarks/targets.py). This process is ours: collect less often.
+    gc.set_threshold(50_000, 10, 10)
+    code = _dispatch(debug)
+    if code == ExitCode.INTERRUPTED:
+        # calls still in flight in worker threads (a system, a judge) are abandoned: exiting
+        # normally would wait for each of them
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    # The command is done: what is garbage now is collected once (a store's connection, closed
+    # and checkpointed), and what is left is frozen, so the interpreter's exit frees it without
+    # traversing it all again (a tenth of the CPU of a 1,000-case run; docs/http.md)
+    gc.collect()
+    gc.freeze()
+    sys.exit(code)

@@ -1,0 +1,64 @@
+"""`oloproof compare`: two runs case by case under a written policy."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from oloproof_core.cli.common import config_option, echo, format_option, store_option
+from oloproof_core.hooks.specs import hookimpl
+from oloproof_core.outputs.options import output_options, wanted_reports
+from oloproof_core.workflows.project import Project
+
+
+@click.command()
+@click.argument("candidate")
+@click.argument("baseline")
+@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False),
+              help="The comparison policy (version, confidence_level, block_on, rules).")
+@click.option("--slices", "show_slices", is_flag=True, help="List the exploratory slice differences.")
+@click.option("--cases", "show_cases", is_flag=True,
+              help="List every case that changed verdict (default: the first 5 and a count).")
+@click.option("--allow-different-evaluators", is_flag=True,
+              help="Compare even if a criterion's evaluator config differs; its rules need manual review.")
+@format_option
+@output_options
+@config_option
+@store_option
+def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool, show_cases: bool,
+            allow_different_evaluators: bool, fmt: str, junit: str | None, junit_cases: bool,
+            json_file: str | None, markdown: str | None, reports: tuple[str, ...], config: str | None,
+            store_spec: str | None) -> None:
+    """Compare CANDIDATE with BASELINE case by case and decide the comparison policy.
+
+    After the gate line come the cases that changed verdict: fixed (passing now) or broken.
+    """
+    from oloproof_core.decisions.compare import compare_runs, load_compare_policy
+    from oloproof_core.outputs.text import render_comparison
+
+    wanted = wanted_reports(junit, junit_cases, json_file, markdown, reports)
+    project = Project(config, store_spec, existing=True)
+    policy = load_compare_policy(Path(policy_file))  # a bad policy file stops the command before the store
+    store = project.store
+    candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)
+    view, record = compare_runs(store, project.plugins, candidate, baseline, policy, allow_different_evaluators)
+    store.put_object("comparison", view["id"], record)
+    if fmt == "json":
+        from oloproof_core.outputs import to_json
+
+        click.echo(to_json(view), nl=False)
+    else:
+        echo(render_comparison(view, show_slices, show_cases))
+    if wanted:  # --junit-cases: the candidate's cases
+        from oloproof_core.outputs import ReportContext, write_reports
+
+        write_reports(project.plugins, view, wanted, records=lambda: store.run_cases(candidate),
+                      context=ReportContext(store, project.plugins, view["id"]))
+    sys.exit(view["exit_code"])
+
+
+@hookimpl
+def oloproof_register_commands(cli) -> None:
+    cli.add_command(compare)

@@ -1,0 +1,95 @@
+"""`oloproof store`: create, migrate, copy and check a store."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from oloproof_core.cli.common import config_option, echo, store_option
+from oloproof_core.hooks.specs import hookimpl
+from oloproof_core.model.errors import ExitCode, OloproofError
+from oloproof_core.workflows.project import Project
+
+
+@click.group()
+def store() -> None:
+    """Create, migrate, check and copy the project's store."""
+
+
+@store.command("init")
+@config_option
+@store_option
+def store_init(config: str | None, store_spec: str | None) -> None:
+    """Create the store's tables (a database store; the local store makes itself on first use)."""
+    _schema_step(Project(config, store_spec).store, "init")
+
+
+@store.command()
+@config_option
+@store_option
+def migrate(config: str | None, store_spec: str | None) -> None:
+    """Bring the store's tables to the version this oloproof needs (never done by a run)."""
+    _schema_step(Project(config, store_spec).store, "migrate")
+
+
+def _schema_step(store, step: str) -> None:
+    action = getattr(store, step, None)
+    if action is None:
+        click.echo(f"Store {getattr(store, 'shown', type(store).__name__)}: nothing to {step}; "
+                   "it keeps its own schema")
+        return
+    click.echo(action())
+
+
+@store.command()
+@click.option("--from", "source", metavar="STORE", default=None,
+              help="The store to copy from (default: the project's store, as for every command).")
+@click.option("--to", "target", metavar="STORE", required=True,
+              help="The store to copy to: local, a postgresql:// URL, or {type: ..., ...}.")
+@config_option
+def copy(source: str | None, target: str, config: str | None) -> None:
+    """Copy the runs and objects (comparisons, diagnoses, validations) the target lacks; copying
+    again copies nothing. Caches are not copied."""
+    from oloproof_core.storage.stores import copy_runs
+
+    origin = Project(config, source).reader()
+    counts = copy_runs(origin, Project(config, target).store)
+    there = counts["runs_there"] + counts["objects_there"]
+    click.echo(f"Copied {counts['runs']} runs and {counts['objects']} objects"
+               + (f" ({counts['runs_there']} runs and {counts['objects_there']} objects were there already)" if there else ""))
+
+
+@store.command()
+@config_option
+@store_option
+def check(config: str | None, store_spec: str | None) -> None:
+    """Verify the whole store: every run against its seal, every cache value and object against
+    its checksum, and the database file itself. Exit 0 when nothing is damaged, 2 otherwise."""
+    store = Project(config, store_spec, existing=True).reader()
+    checker = getattr(store, "check", None)
+    if checker is None:
+        raise OloproofError("this store cannot check itself", fix="use the local store")
+    found = checker()
+    counts = found["counts"]
+
+    def n(count: int, noun: str) -> str:
+        return f"{count} {noun}" + ("" if count == 1 else "s")
+
+    lines = [f"Store {found['store']}: {n(counts['runs'], 'run')} ({n(counts['cases'], 'case record')}), "
+             f"{n(counts['cache'], 'cached value')}, {n(counts['objects'], 'object')}"]
+    if counts["unverified"]:
+        lines.append(f"Unverified: {counts['unverified']}, stored before checksums existed")
+    if counts.get("unfinished"):  # not damage: a run whose process ended before it finished
+        rows = sum(u["cases"] for u in found.get("unfinished", ()))
+        lines.append(f"Unfinished: {n(counts['unfinished'], 'run')} begun and not finished ({n(rows, 'case record')}, "
+                     "seen by no command); the next run begun in this store removes those whose process has ended")
+    lines += [f"Damaged: {problem}" for problem in found["problems"]]
+    lines.append(f"{len(found['problems'])} damaged" if found["problems"] else "No damage found")
+    echo(lines)
+    sys.exit(int(ExitCode.USAGE if found["problems"] else ExitCode.OK))
+
+
+@hookimpl
+def oloproof_register_commands(cli) -> None:
+    cli.add_command(store)

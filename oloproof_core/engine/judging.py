@@ -1,0 +1,139 @@
+"""Judging executions: every evaluator of the suite on each (case, execution) pair, through the
+judgment cache, in this thread or, for judges that call out, a pool of threads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from oloproof_core.engine.suite import Suite
+from oloproof_core.model.errors import EvaluationError
+from oloproof_core.model.identity import combine, digest
+from oloproof_core.model.records import Case, Execution, Judgment
+from oloproof_core.storage.cache_writer import CacheWriter
+
+def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
+          concurrency: int, use_cache: bool = True) -> tuple[list[dict], dict]:
+    """Every evaluator's judgment of every (case, execution), from the judgment cache where it can.
+
+    Returns one {criterion: Judgment} a pair, and the cache figures: ``[hits, misses]`` and the
+    usage (calls, tokens, cost) the fresh judgments report, per criterion. Ctrl-C raises
+    KeyboardInterrupt once every judgment already made is in the cache.
+    """
+    judgments, figures, interrupted = judge_until_interrupted(pairs, specs, store, concurrency, use_cache)
+    if interrupted:
+        raise KeyboardInterrupt
+    return judgments, figures
+
+
+def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
+                            concurrency: int, use_cache: bool = True, progress: Any = None,
+                            writer: CacheWriter | None = None) -> tuple[list[dict], dict, bool]:
+    """:func:`judge`, but Ctrl-C stops judging and returns what was judged: the judgments not
+    made are missing (``interrupted``), and the third value says so.
+
+    :param progress: told ``start("judgments", n)`` for the judgments not in the cache, ``step(judge_call)``
+        as each is made (``judge_call``: an LLM judge's), and ``close()``.
+    :param writer: the judgment cache's writer of a run that judges batch by batch (closed by the
+        run); None: one of its own, closed before this returns.
+    """
+    judgments: list[dict] = [{} for _ in pairs]
+    todo: list[tuple[int, Any, str]] = []
+    identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
+    for i, (case, execution) in enumerate(pairs):
+        pair = None  # the digest of the case and its execution, made once for all evaluators
+        for spec in specs:
+            evaluator = spec.evaluator
+            exclude = getattr(evaluator, "exclude", None)
+            reason = exclude(case) if exclude is not None else None
+            if reason is not None:
+                judgments[i][evaluator.criterion] = Judgment.excluded(reason)
+            elif execution is None:
+                judgments[i][evaluator.criterion] = Judgment.missing("interrupted")
+            elif execution.missing is not None:
+                judgments[i][evaluator.criterion] = Judgment.missing(execution.missing)
+            else:
+                if pair is None:
+                    pair = digest({"case": case.to_data(), "execution": execution.to_data()})
+                todo.append((i, spec, combine(identities[id(spec)], pair)))
+    cached = store.cache_get_many("judgment", [key for _, _, key in todo]) if use_cache else {}
+    pending = []
+    for i, spec, key in todo:
+        if key in cached:
+            judgments[i][spec.evaluator.criterion] = Judgment.from_data(cached[key])
+        else:
+            pending.append((i, spec, key))
+
+    def evaluate(item: tuple[int, Any, str]) -> Judgment:
+        i, spec, _ = item
+        try:
+            return spec.evaluator.evaluate(*pairs[i])
+        except EvaluationError as exc:  # an expected per-case failure: missing with its reason
+            return Judgment.missing(str(exc))
+        except Exception as exc:  # noqa: BLE001 - an evaluator failing on one case: that judgment is missing
+            return Judgment.missing(f"evaluator_error: {type(exc).__name__}: {exc}")
+
+    # In-process evaluators run here; those that wait on a service (LLM judges declare
+    # `concurrent = True`) run `concurrency` at a time.
+    slow = [t for t in pending if getattr(t[1].evaluator, "concurrent", False)]
+    fast = [t for t in pending if not getattr(t[1].evaluator, "concurrent", False)]
+    usage: dict[str, dict] = {}
+    own = writer is None
+    if writer is None:
+        writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
+
+    def keep(item: tuple[int, Any, str], judgment: Judgment) -> None:
+        i, spec, key = item
+        criterion = spec.evaluator.criterion
+        judgments[i][criterion] = judgment
+        if judgment.status != "missing":
+            writer.put(key, judgment.to_data())
+        if progress is not None:
+            progress.step(judge_call=getattr(spec.evaluator, "judge", False) is True)
+        spent = judgment.detail.get("usage") if judgment.detail else None
+        if spent:
+            total = usage.setdefault(criterion, {"calls": 0})
+            total["calls"] += 1
+            for name, value in spent.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    total[name] = total.get(name, 0) + value
+
+    interrupted = False
+    if progress is not None:
+        progress.start("judgments", len(pending))
+    try:
+        for item in fast:
+            keep(item, evaluate(item))
+        if slow:
+            from concurrent.futures import ThreadPoolExecutor, as_completed  # judges that call out only
+
+            pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="oloproof-judge")
+            try:
+                futures = {pool.submit(evaluate, item): item for item in slow}
+                for future in as_completed(futures):  # kept as each returns, not in case order
+                    keep(futures.pop(future), future.result())
+            finally:  # on Ctrl-C the calls in flight are abandoned, not waited for
+                pool.shutdown(wait=False, cancel_futures=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        for i, spec, _ in pending:
+            judgments[i].setdefault(spec.evaluator.criterion, Judgment.missing("interrupted"))
+    finally:
+        if progress is not None:
+            progress.close()
+        if own:
+            writer.close()
+    figures: dict = {"judgment": [len(todo) - len(pending), len(pending)]}
+    if usage:
+        figures["usage"] = usage
+    return judgments, figures, interrupted
+
+
+def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict,
+                use_cache: bool = True, progress: Any = None) -> tuple[list[dict], bool]:
+    """The judgments of a run's cases, and whether Ctrl-C stopped the judging; the cache figures
+    go into ``caches``."""
+    judgments, figures, interrupted = judge_until_interrupted(list(zip(suite.cases, executions)), suite.evaluators,
+                                                              store, suite.concurrency, use_cache, progress)
+    caches.update(figures)
+    return judgments, interrupted

@@ -1,0 +1,103 @@
+"""The suite file's top level and its system: read before anything else is built.
+
+``load_skeleton`` reads oloproof.yaml's top level; ``load_system`` builds the system its plugin
+makes. An executor's worker calls both (``work.WorkRecipe.build``) to rebuild the same system.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from attrs import field, frozen
+
+from oloproof_core.config.documents import CONVERTER, Document, structure
+from oloproof_core.model.errors import ConfigError
+from oloproof_core.model.records import System, SystemContext
+from oloproof_core.model.retrieval import UNITS, one_of
+from oloproof_core.hooks.manager import Plugins
+
+SYSTEM_KEYS = ("name", "version", "cache")
+
+
+EXECUTIONS = ("auto", "reuse", "refresh")  # system.cache: when cached executions are reused
+
+
+@frozen(kw_only=True)
+class Skeleton:
+    """The top level of oloproof.yaml; plugin blocks are structured in a second pass."""
+
+    system: dict
+    cases: Any = "cases.jsonl"  # a file, {path: FILE, format: csv}, or {hf: NAME, split: test}; cases.py
+    evaluators: list[dict] = field(factory=list)
+    # a slice name, or {slice: NAME, metrics: [criterion, ...]} to show only those criteria
+    slices: list[str | dict] = field(factory=list)
+    min_slice_support: int = 10
+    # doc or chunk; None: the one the evaluators name, else doc
+    relevance_unit: str | None = field(default=None, validator=lambda i, a, v: v is None or one_of(UNITS)(i, a, v))
+    policy: Any = None
+    concurrency: int = 8
+    store: dict = field(factory=lambda: {"type": "local"})
+    executor: Any = None  # a name (local, ray) or {type: ray, address: ...}; None: local
+    disable_plugins: list[str] = field(factory=list)
+    trials: int = 1  # executions of every case; their verdicts are summarised per case (units.py)
+    cluster: str | None = None  # a case field path; cases sharing its value are one unit of analysis
+    max_cluster_size: int = 10  # a cluster of more cases than this is reported
+
+
+def _options(doc: Document, entry: Any, data: dict, path: tuple, what: str) -> Any:
+    if entry.options is None:
+        if data:
+            key = sorted(data)[0]
+            raise ConfigError(f"unknown key {key!r}", where=doc.where(path + (key,)),
+                              fix=f"remove it; {what} takes no options")
+        return None
+    return structure(doc, data, entry.options, path, what=what)
+
+
+def unstructure(options: Any) -> Any:
+    return CONVERTER.unstructure(options) if options is not None else None
+
+
+def load_skeleton(config_path: Path) -> tuple[Document, Skeleton]:
+    doc = Document.load(config_path)
+    if not isinstance(doc.data, dict):
+        raise ConfigError("expected a mapping of settings", where=doc.where(), fix="see docs/config.md")
+    return doc, structure(doc, doc.data, Skeleton, what="oloproof.yaml")
+
+
+def load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path,
+                stage_cache: Any = None) -> tuple[System, str]:
+    """The suite's system, built by its plugin; ``stage_cache`` is what its own stage caches use."""
+    path = ("system",)
+    kinds = [k for k in block if k not in SYSTEM_KEYS]
+    if len(kinds) != 1:
+        known = ", ".join(plugins.systems.names())
+        problem = "no system kind" if not kinds else f"more than one system kind ({', '.join(kinds)})"
+        for key in kinds:
+            close = difflib.get_close_matches(key, SYSTEM_KEYS, n=1)
+            if close and key not in plugins.systems:
+                raise ConfigError(f"unknown key {key!r}", where=doc.where(path + (key,)), fix=f"rename it to {close[0]!r}")
+        raise ConfigError(problem, where=doc.where(path), fix=f"give exactly one of: {known}")
+    kind = kinds[0]
+    entry = plugins.systems.get(kind, where=doc.where(path + (kind,)))
+    for key in SYSTEM_KEYS:
+        if key in block and not isinstance(block[key], str):
+            raise ConfigError(f"expected a string, got {block[key]!r}", where=doc.where(path + (key,)),
+                              fix="quote the value")
+    value = block[kind]
+    shorthand = entry.extra.get("shorthand")
+    if not isinstance(value, dict) and shorthand:
+        value = {shorthand: value}
+    if not isinstance(value, dict):
+        raise ConfigError(f"expected a mapping of {kind} settings", where=doc.where(path + (kind,)))
+    options = _options(doc, entry, value, path + (kind,), f"system kind {kind!r}")
+    context = SystemContext(name=block.get("name", ""), version=block.get("version", ""),
+                            project_dir=project_dir, cache=stage_cache)
+    try:
+        return entry.factory(options, context), kind
+    except ConfigError as exc:
+        if exc.where:
+            raise
+        raise ConfigError(exc.problem, where=doc.where(path + (kind,)), fix=exc.fix) from None

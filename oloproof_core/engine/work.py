@@ -1,0 +1,178 @@
+"""The work of one case: call the system with a recorder, turn its output into an Execution.
+
+:class:`CaseWork` is what every executor calls, in this process or a worker's;
+:class:`WorkRecipe` is how a worker builds the same work from the project's files.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from oloproof_core.hooks.manager import Plugins
+from oloproof_core.model.errors import ArtifactError, CaseMissing, ConfigError
+from oloproof_core.model.identity import canonical
+from oloproof_core.model.records import Case, Execution
+from oloproof_core.engine.recording import Recorder, call_with_recorder
+
+def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugins: Plugins,
+                 seconds: float) -> Execution:
+    """Validate what the system recorded; a malformed or undeclared artifact stops the run."""
+    artifacts: dict[str, list] = {}
+    for index, (kind, value) in enumerate(recorder.items):
+        if kind not in system.records:
+            declared = ", ".join(sorted(system.records)) or "nothing"
+            raise ArtifactError(f"case {case.id!r}: the system recorded {kind}, which it does not declare "
+                                f"(it declares {declared})",
+                                fix=f'add "{kind}" to records=(...) in @system, or stop recording it')
+        entry = plugins.artifacts.get(kind)
+        try:
+            data = entry.factory().to_data(value)
+        except ArtifactError as exc:
+            source = recorder.sources.get(index)
+            origin = f" (from {source})" if source else ""
+            raise ArtifactError(f"case {case.id!r}: malformed {kind}{origin}: {exc.problem}", fix=exc.fix) from None
+        artifacts.setdefault(kind, []).append(data)
+    return Execution(output=output, artifacts={k: tuple(v) for k, v in artifacts.items()}, seconds=seconds)
+
+
+def _json_safe(output: Any, case: Case) -> Any:
+    if output is None or type(output) in (str, int, bool):  # JSON whatever the value: nothing to check
+        return output
+    try:  # serialised once: NaN and Infinity are not JSON a strict parser reads
+        canonical(output, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ArtifactError(f"case {case.id!r}: the system returned a value that is not JSON: {exc}",
+                            fix="return dicts, lists, strings, numbers, booleans or None") from None
+    return output
+
+
+class CaseWork:
+    """What one run does with each case: call the system, check what it returns and records.
+
+    Executors (the builtin ``local`` one, ``ray``) decide where, and how many at once: they call
+    :meth:`execute` (or :meth:`aexecute` when :attr:`is_async`) per case. A system error is the
+    case's missing reason; a malformed artifact raises and stops the run. :attr:`recipe` builds
+    the same work in another process (:meth:`WorkRecipe.build`).
+    """
+
+    def __init__(self, system: Any, plugins: Plugins, concurrency: int, recipe: WorkRecipe | None = None,
+                 store: Any = None, stage_cache: Any = None):
+        self.system, self.plugins, self.recipe = system, plugins, recipe
+        # a system may cap its own concurrency (an HTTP service's limit, say)
+        self.concurrency = min(concurrency, getattr(system, "concurrency", None) or concurrency)
+        self.is_async = hasattr(system, "aexecute")
+        #: the run's stage caches, for an executor that brings back what remote replicas stored
+        self.stage_cache = stage_cache
+        #: a picklable callable opening the run's store again on this machine, or None
+        self.store_opener = getattr(store, "reopen", None)
+        self.remote_stages: dict[str, list[int]] = {}  # stage -> [hits, misses] counted on remote replicas
+
+    def count_stages(self, counts: dict) -> None:
+        """Add a remote replica's stage-cache hits and misses to the run's figures."""
+        for stage, (hits, misses) in counts.items():
+            total = self.remote_stages.setdefault(stage, [0, 0])
+            total[0] += hits
+            total[1] += misses
+
+    def _finish(self, case: Case, output: Any, recorder: Recorder, start: float) -> Execution:
+        return to_execution(_json_safe(output, case), recorder, case, self.system, self.plugins,
+                            time.perf_counter() - start)
+
+    def _failed(self, case: Case, exc: Exception, start: float, locate: bool = True) -> Execution:
+        """A system's exception: the case's missing reason, or (a malformed artifact, a config
+        error) raised again to stop the run, located at the case when ``locate``."""
+        if isinstance(exc, ArtifactError) and locate:  # raised by a record type's validator inside the system
+            raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
+        if isinstance(exc, (ArtifactError, ConfigError)):
+            raise exc
+        reason = exc.reason if isinstance(exc, CaseMissing) else f"error: {type(exc).__name__}: {exc}"
+        return Execution(missing=reason, seconds=time.perf_counter() - start)
+
+    def execute(self, case: Case) -> Execution:
+        start = time.perf_counter()
+        try:
+            output, recorder = call_with_recorder(lambda r: self.system.execute(case, r), case)
+        except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing, the run goes on
+            return self._failed(case, exc, start)
+        return self._finish(case, output, recorder, start)
+
+    async def aexecute(self, case: Case) -> Execution:
+        recorder = Recorder(case)
+        start = time.perf_counter()
+        try:
+            output = await self.system.aexecute(case, recorder)
+        except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing
+            return self._failed(case, exc, start)
+        return self._finish(case, output, recorder, start)
+
+    async def aclose(self) -> None:
+        closer = getattr(self.system, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+class InterventionWork(CaseWork):
+    """Diagnose's work: re-execute a case under an intervention (``role`` ``apply``) or its control
+    (``control``). The items are (case, the parent run's record of it); the system's own
+    asynchronous path is not used, as an intervention calls its stages directly."""
+
+    def __init__(self, system: Any, plugins: Plugins, concurrency: int, intervention: Any, role: str,
+                 recipe: WorkRecipe | None = None, store: Any = None, stage_cache: Any = None):
+        super().__init__(system, plugins, concurrency, recipe, store, stage_cache)
+        self.call = getattr(intervention, role)
+        self.is_async = False
+
+    def execute(self, item: tuple[Case, dict]) -> Execution:
+        case, record = item
+        start = time.perf_counter()
+        try:
+            output, recorder = call_with_recorder(lambda r: self.call(self.system, case, record, r), case)
+        except Exception as exc:  # noqa: BLE001 - a re-execution failing: that case is missing
+            return self._failed(case, exc, start, locate=False)
+        return self._finish(case, output, recorder, start)
+
+
+def make_intervention(plugins: Plugins, name: str, options: dict) -> Any:
+    """The intervention ``name`` built by its plugin from plain ``options`` (``--top-k`` etc.)."""
+    from oloproof_core.config.documents import structure
+
+    entry = plugins.interventions.get(name)
+    if entry.options is None:
+        return entry.factory(None)
+    return entry.factory(structure(None, options, entry.options, (), what=f"intervention {name!r}"))
+
+
+@frozen(kw_only=True)
+class WorkRecipe:
+    """How to build a run's :class:`CaseWork` in another process (an executor's worker): the
+    suite's file, read in the worker's copy of the project, and the plugins it disabled."""
+
+    project_dir: str  # the project directory of the run (the one executors ship to their workers)
+    config_name: str  # the suite's file, relative to the project directory
+    disabled: tuple[str, ...] = ()
+    stage_reads: bool = True  # False: --no-cache / --refresh (stage caches written, never read)
+    # diagnose: (intervention name, its plain options, "apply" or "control"); None: a run's executions
+    intervention: tuple | None = None
+
+    def build(self, project_dir: Path, stage_cache: Any = None) -> CaseWork:
+        """The work in ``project_dir`` (the worker's copy of the project); ``stage_cache``: what
+        the system's own stage caches read and write there (a StageCache-like object, or None)."""
+        from oloproof_core.hooks.manager import make_plugin_manager
+        from oloproof_core.engine.system import load_skeleton, load_system
+
+        config_path = Path(project_dir) / self.config_name
+        doc, skeleton = load_skeleton(config_path)
+        plugins = Plugins(make_plugin_manager(disabled=[*self.disabled, *skeleton.disable_plugins]))
+        if str(project_dir) not in sys.path:
+            sys.path.append(str(project_dir))
+        system, _ = load_system(doc, skeleton.system, plugins, Path(project_dir), stage_cache=stage_cache)
+        if self.intervention is not None:
+            name, options, role = self.intervention
+            return InterventionWork(system, plugins, skeleton.concurrency, make_intervention(plugins, name, options),
+                                    role, self)
+        return CaseWork(system, plugins, skeleton.concurrency, self)

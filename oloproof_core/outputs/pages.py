@@ -1,0 +1,332 @@
+"""View models of stored results: plain data that the viewer's pages and the HTML export render.
+
+Nothing here formats HTML or writes to the store. Numbers come from the stored summaries, and
+slice summaries from the same metric plugins a run uses, so a page shows what ``oloproof run``
+printed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+from oloproof_core.model.errors import ConfigError
+from oloproof_core.model.records import Judgment
+from oloproof_core.model.retrieval import context_names, unit_key
+
+STATUSES = ("passed", "failed", "missing", "excluded")
+PER_PAGE = 50
+
+
+def status_of(judgment: dict) -> str:
+    """passed / failed / missing / excluded, for a stored judgment (a score counts as passed when
+    it is 1, failed below)."""
+    status = judgment.get("status")
+    if status in ("missing", "excluded"):
+        return status
+    if status == "pass":
+        return "passed"
+    if status == "fail":
+        return "failed"
+    return "passed" if (judgment.get("value") or 0) >= 1 else "failed"
+
+
+class Records:
+    """The case records of runs, parsed once per process (runs are immutable)."""
+
+    def __init__(self, store: Any, keep: int = 4):
+        self.store, self.keep = store, keep
+        self._runs: OrderedDict[str, list[dict]] = OrderedDict()
+
+    def __call__(self, run_id: str) -> list[dict]:
+        if run_id not in self._runs:
+            self._runs[run_id] = list(self.store.run_cases(run_id))
+            while len(self._runs) > self.keep:
+                self._runs.popitem(last=False)
+        self._runs.move_to_end(run_id)
+        return self._runs[run_id]
+
+
+def runs_view(store: Any, system: str | None = None, state: str | None = None, gate: str | None = None) -> dict:
+    """Every stored run, newest first, filtered by system name, state and gate verdict."""
+    rows = []
+    headers = store.list_runs()
+    summaries = {}
+    for header in headers:
+        summaries[header["id"]] = store.get_run(header["id"])[1]
+    for header in reversed(headers):
+        summary = summaries[header["id"]]
+        row = {"id": header["id"], "created": header.get("created"), "system": header["system"]["name"],
+               "version": header["system"]["version"], "config": header.get("config"),
+               "state": summary.get("state") or header.get("state"), "gate": summary.get("gate"),
+               "cases": header.get("cases"), "parent": header.get("parent"), "role": header.get("role"),
+               "selection": header.get("selection")}
+        if system and row["system"] != system:
+            continue
+        if state and not (row["state"] or "").startswith(state):
+            continue
+        if gate and (row["gate"] or "none") != gate:
+            continue
+        rows.append(row)
+    return {"runs": rows, "filters": {"system": system or "", "state": state or "", "gate": gate or ""},
+            "systems": sorted({h["system"]["name"] for h in headers}),
+            "states": sorted({(summaries[h["id"]].get("state") or "") for h in headers}),
+            "gates": sorted({summaries[h["id"]].get("gate") or "none" for h in headers})}
+
+
+def _scale(low: float | None, high: float | None, value: float | None, marks: Iterable[float]) -> tuple[float, float]:
+    points = [p for p in (low, high, value, *marks) if p is not None]
+    return (min([0.0, *points]), max([1.0, *points]))
+
+
+def metric_rows(document: dict) -> list[dict]:
+    """Each metric of a run document with its interval and the policy's thresholds on it, placed on
+    a 0-100 axis for the interval plot."""
+    rows = []
+    for m in document["metrics"]:
+        thresholds = [(d["rule"], kind, d["threshold"][kind]) for d in document["decisions"]
+                      if d["metric"] == m["name"] for kind in ("min", "max") if kind in d["threshold"]]
+        lo, hi = _scale(m["low"], m["high"], m["estimate"], [t[2] for t in thresholds])
+
+        def at(x: float | None, lo: float = lo, hi: float = hi) -> float | None:
+            return None if x is None else round(100 * (x - lo) / (hi - lo), 2)
+
+        display = m["display"]
+        rows.append({"name": m["name"], "cells": [display["estimate"], display["interval"], display["counts"]],
+                     "x": {"value": at(m["estimate"]), "low": at(m["low"]), "high": at(m["high"])},
+                     "thresholds": [{"rule": rule, "kind": kind, "at": at(value), "value": value}
+                                    for rule, kind, value in thresholds]})
+    return rows
+
+
+def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: float,
+               kinds: dict | None = None) -> list[dict]:
+    """The slice table, summarised by the run's own metric plugins; ``supported`` is False below
+    ``min_slice_support`` observed cases (no interval is shown for those).
+
+    :param kinds: criterion -> the metric its row of the run's metric table was printed as
+        (``mean``, ``proportion``): every group prints in that format.
+    """
+    from oloproof_core.statistics.display import cells_like
+
+    support = header.get("min_slice_support", 10)
+    kinds = kinds or {}
+    design = header.get("design")
+    if design:  # a run with trials or clusters: over the same units as the run (units.py)
+        from oloproof_core.statistics.units import Design, unit_metrics
+
+        metrics = unit_metrics(metrics, Design(**design))
+    out = []
+    for name in header.get("slices", []):
+        shown = (header.get("slice_criteria") or {}).get(name)  # None: every criterion
+        groups: dict[str, list[dict]] = {}
+        for record in records:
+            group = (record.get("slices") or {}).get(name)
+            if group is not None:
+                groups.setdefault(str(group), []).append(record)
+        panel = {"slice": name, "groups": []}
+        for group in sorted(groups):
+            members = groups[group]
+            cells = []
+            for criterion, metric in metrics.items():
+                if shown is not None and criterion not in shown:
+                    continue
+                judged = [r for r in members if criterion in r.get("judgments", {})]
+                judgments = [Judgment.from_data(r["judgments"][criterion]) for r in judged]
+                if design:
+                    from oloproof_core.statistics.units import group
+
+                    judgments = group(judgments, [r.get("cluster") for r in judged])
+                s = metric.summarize(judgments, confidence)
+                estimate, interval, counts = cells_like(s, kinds.get(criterion))
+                cells.append({"criterion": criterion, "estimate": estimate, "interval": interval,
+                              "counts": counts, "value": s.value, "supported": s.observed >= support,
+                              "observed": s.observed})
+            panel["groups"].append({"group": group, "cells": cells})
+        out.append(panel)
+    return out
+
+
+def run_view(store: Any, records: Records, plugins: Any, run_id: str) -> dict:
+    """The run's ``oloproof.run`` document (what --json writes), with what its page adds: the
+    interval plots, the slice panels, the child runs and the criteria of the cases table."""
+    from oloproof_core.results.view import run_view as run_document
+
+    header, summary = store.get_run(run_id)
+    rows = records(run_id)
+    document = run_document(header, summary, rows)
+    metrics = {}
+    for criterion, name in header.get("metrics", {}).items():
+        try:
+            metrics[criterion] = plugins.metrics.get(name).factory()
+        except ConfigError:  # a metric whose plugin is not installed here: no slice summaries for it
+            continue
+    confidence = header.get("confidence_level", 0.95)
+    return {"header": header, "summary": summary, "document": document, "confidence": confidence,
+            "metrics": metric_rows(document),
+            "slices": slice_rows(header, rows, metrics, confidence,
+                                 {name: m.get("metric") for name, m in summary["metrics"].items()}),
+            "min_slice_support": header.get("min_slice_support", 10),
+            "criteria": list(header.get("evaluators", {})),
+            "children": [h for h in store.list_runs() if h.get("parent") == run_id]}
+
+
+def cases_view(records: list[dict], criteria: list[str], page: int = 1, criterion: str | None = None,
+               status: str | None = None, query: str | None = None, per_page: int = PER_PAGE) -> dict:
+    """One page of a run's cases, filtered by a criterion's status and a search of id and metadata."""
+    needle = (query or "").lower()
+    chosen = []
+    for record in records:
+        judgments = record.get("judgments", {})
+        if criterion and status:
+            if criterion not in judgments or status_of(judgments[criterion]) != status:
+                continue
+        elif status:
+            if not any(status_of(j) == status for j in judgments.values()) and not (
+                    status == "missing" and "missing" in record):
+                continue
+        if needle:
+            metadata = (record.get("case") or {}).get("metadata") or {}
+            haystack = " ".join([record["id"], *(f"{k}={v}" for k, v in metadata.items())]).lower()
+            if needle not in haystack:
+                continue
+        chosen.append(record)
+    pages = max(1, -(-len(chosen) // per_page))
+    page = min(max(1, page), pages)
+    shown = chosen[(page - 1) * per_page: page * per_page]
+    return {"total": len(records), "matching": len(chosen), "page": page, "pages": pages,
+            "filters": {"criterion": criterion or "", "status": status or "", "q": query or ""},
+            "rows": [{"id": r["id"], "missing": r.get("missing"),
+                      "statuses": [status_of(r["judgments"][c]) if c in r.get("judgments", {}) else "" for c in criteria]}
+                     for r in shown]}
+
+
+def _relevance(case: dict) -> list[dict]:
+    labels = (case.get("expected") or {}).get("relevant")
+    return [label for label in labels if isinstance(label, dict)] if isinstance(labels, list) else []
+
+
+def _relevant_mark(item: dict, labels: list[dict], unit: str) -> str:
+    """Whether a passage is relevant at the run's relevance unit, and by what: ``chunk`` when a
+    label names its chunk (``relevance_unit: chunk``), ``doc`` when its document counts as one unit
+    (``relevance_unit: doc``, or a label without a chunk_id); empty when it is not relevant."""
+    whole = frozenset(str(label["doc_id"]) for label in labels if label.get("chunk_id") is None)
+    grades: dict[str, float] = {}
+    for label in labels:  # the labels were checked when the cases were read
+        key = unit_key(label, unit, whole)
+        grades[key] = max(grades.get(key, 0.0), float(label.get("grade", 1)))
+    if item.get("doc_id") is None:
+        return ""
+    key = unit_key(item, unit, whole)
+    if not grades.get(key):
+        return ""
+    return "chunk" if "#" in key else "doc"
+
+
+def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
+    header, _ = store.get_run(run_id)
+    found = [r for r in records(run_id) if r["id"] == case_id]
+    if not found:
+        raise ConfigError(f"run {run_id} has no case {case_id!r}", fix="pick a case from the run's page")
+    record = found[0]
+    case = record.get("case") or {}
+    labels = _relevance(case)
+    unit = header.get("relevance_unit") or "doc"
+    artifacts = record.get("artifacts") or {}
+    retrieval = (artifacts.get("retrieval/v1") or [None])[-1]
+    context = (artifacts.get("context/v1") or [None])[-1]
+    cited = (artifacts.get("citations/v1") or [None])[-1]
+    kept = {(i.get("doc_id"), i.get("chunk_id"), i.get("position")) for i in (context or {}).get("items", [])}
+    dropped = {(d.get("doc_id"), d.get("chunk_id"), d.get("position")): d.get("reason")
+               for d in (context or {}).get("dropped", [])}
+    candidates = []
+    for rank, passage in enumerate((retrieval or {}).get("candidates", []), 1):
+        key = (passage.get("doc_id"), passage.get("chunk_id"), rank)
+        fate = "kept" if key in kept else f"dropped: {dropped[key]}" if key in dropped else (
+            "not in context" if context else "")
+        candidates.append({"rank": rank, "score": passage.get("score"), "doc_id": passage.get("doc_id"),
+                           "chunk_id": passage.get("chunk_id"), "text": passage.get("text"),
+                           "relevant": _relevant_mark(passage, labels, unit), "fate": fate})
+    in_context = context_names(context or {})  # as the citation_validity evaluator reads them
+    citations = [{"id": c, "valid": c in in_context} for c in (cited or {}).get("ids", [])]
+    used = sum(i.get("tokens") or 0 for i in (context or {}).get("items", []))
+    diagnoses = []
+    for object_id, diagnosis in store.list_objects("diagnosis"):
+        if diagnosis.get("run") != run_id:
+            continue
+        for entry in diagnosis.get("cases", []):
+            if entry.get("id") == case_id:
+                diagnoses.append({"id": object_id, "label": entry.get("label"), "reason": entry.get("reason"),
+                                  "evidence": entry.get("evidence"),
+                                  "intervention": diagnosis.get("label") or diagnosis.get("intervention"),
+                                  "children": diagnosis.get("children", [])})
+    return {"run": header, "record": record, "case": case, "judgments": record.get("judgments", {}),
+            "relevance_unit": unit, "retrieval": retrieval, "candidates": candidates, "context": context,
+            "tokens_used": used, "citations": citations,
+            "labels": labels, "diagnoses": diagnoses, "other_artifacts": {
+                k: v for k, v in artifacts.items() if k not in ("retrieval/v1", "context/v1", "citations/v1")}}
+
+
+def paired_differences(candidate: list[dict], baseline: list[dict], policy: dict) -> list[dict]:
+    """Each shared criterion's paired difference in points with its interval (compare's own
+    computation) and the policy's margins on a symmetric axis."""
+    from oloproof_core.decisions.compare import pair
+    from oloproof_core.statistics.display import points_cells
+
+    confidence = policy.get("confidence_level", 0.95)
+    cand, base = {r["id"]: r for r in candidate}, {r["id"]: r for r in baseline}
+    ids = [i for i in cand if i in base]
+    first = (cand[ids[0]].get("judgments", {}), base[ids[0]].get("judgments", {})) if ids else ({}, {})
+    criteria = [c for c in first[0] if c in first[1]]
+    rows = []
+    for criterion in criteria:
+        paired = pair(criterion, cand, base, ids)
+        if not paired.n:
+            continue
+        diff, low, high = (100 * x for x in paired.interval(confidence))
+        margins = []
+        for rule in policy.get("rules", []):
+            if rule.get("metric") == criterion and rule.get("kind") in ("non-inferiority", "superiority"):
+                at = -(rule.get("margin") or 0.0) if rule["kind"] == "non-inferiority" else (rule.get("margin") or 0.0)
+                margins.append({"rule": rule["id"], "kind": rule["kind"], "value": at})
+        reach = max([5.0, abs(low), abs(high), *(abs(m["value"]) for m in margins)])
+
+        def at(x: float, reach: float = reach) -> float:
+            return round(50 + 50 * x / reach, 2)
+
+        value, bounds = points_cells(diff / 100, low / 100, high / 100)
+        rows.append({"criterion": criterion, "value": value, "interval": bounds, "paired": paired.n,
+                     "x": {"value": at(diff), "low": at(low), "high": at(high), "zero": 50.0},
+                     "margins": [{**m, "at": at(m["value"])} for m in margins]})
+    return rows
+
+
+def object_view(store: Any, records: Records, object_id: str) -> dict:
+    """A stored comparison, diagnosis or judge validation, with what its page links to."""
+    object_id, kind, record = store.get_object(object_id)
+    view: dict = {"id": object_id, "kind": kind, "record": record,
+                  "printed": [*record.get("summary", []), *record.get("lines", [])]}
+    if kind == "comparison":
+        from oloproof_core.outputs.text import stored_comparison
+        from oloproof_core.results.view import change_of, changed_cases
+
+        view["printed"] = stored_comparison(object_id, record)
+        candidate, baseline = record.get("candidate"), record.get("baseline")
+        view["candidate"], view["baseline"] = candidate, baseline
+        new, old = ({r["id"]: r for r in records(run)} for run in (candidate, baseline))
+        criteria = list(dict.fromkeys(c for r in new.values() for c in r.get("judgments", {})))
+        view["changed"] = [{"id": c["case"], "criterion": c["criterion"], "change": change_of(c)}
+                           for c in changed_cases(new, old, [i for i in new if i in old], criteria)
+                           if change_of(c) != "changed"]  # passed <-> failed (or missing)
+        view["differences"] = paired_differences(records(candidate), records(baseline), record.get("policy") or {})
+    elif kind == "diagnosis":
+        if "selected" in record:  # a diagnosis record: printed by the diagnosis renderer, as inspect does
+            from oloproof_core.outputs.diagnosis import inspect_lines, summary_lines
+
+            view["printed"] = [*summary_lines(record), *inspect_lines(record)]
+        labels: dict[str, int] = {}
+        for entry in record.get("cases", []):
+            labels[entry.get("label")] = labels.get(entry.get("label"), 0) + 1
+        view["labels"] = labels
+    return view
