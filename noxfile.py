@@ -32,6 +32,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/fingerprint_bench.py")
     session.run("python", "benchmarks/viewer_bench.py")
     session.run("python", "benchmarks/case_reading.py")
+    session.run("python", "benchmarks/startup_vs.py")  # --help and a 1-case run against the flat-core release
 
 
 @nox.session(python=PYTHON)
