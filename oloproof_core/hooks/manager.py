@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from oloproof_core.hooks import specs as hookspecs
 from oloproof_core.model.errors import PluginError
-from oloproof_core.hooks.registry import Registry
+
+if TYPE_CHECKING:  # the registries' module (attrs) is imported when a registry is built, not by `oloproof --help`
+    from oloproof_core.hooks.registry import Registry
 
 GROUP = "oloproof"
 KINDS = ("systems", "evaluators", "metrics", "interventions", "slices", "stores", "artifacts", "providers",
@@ -118,6 +120,8 @@ def command_plugins(builtins: Iterable[str], others: bool) -> pluggy.PluginManag
 def build_registry(pm: pluggy.PluginManager, kind: str) -> Registry:
     """Call ``oloproof_register_<kind>`` one implementation at a time, so every entry records
     the plugin and distribution that added it."""
+    from oloproof_core.hooks.registry import Registry
+
     registry = Registry(kind)
     registry.disabled = {name for name, plugin in pm.list_name_plugin() if plugin is None}  # blocked names
     caller = getattr(pm.hook, f"oloproof_register_{kind}")

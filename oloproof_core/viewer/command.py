@@ -18,7 +18,7 @@ from oloproof_core.workflows.project import Project
 @store_option
 def view(host: str, port: int, open_browser: bool, config: str | None, store_spec: str | None) -> None:
     """Serve a read-only web viewer of this project's runs, cases, comparisons and diagnoses."""
-    from oloproof_core.viewer import serve
+    from oloproof_core.viewer.server import serve
 
     project = Project(config, store_spec, existing=True)
 

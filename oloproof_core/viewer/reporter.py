@@ -15,7 +15,7 @@ class HtmlReporter:
     """Renders from the store (``context``), which holds every case's page; the view is not needed."""
 
     def write(self, view: Any, target: str, *, records: Any = None, context: Any = None) -> None:
-        from oloproof_core.viewer import export_html
+        from oloproof_core.viewer.server import export_html
 
         path = Path(target).resolve()
         write_file(path.parent, path.name, [export_html(context.store, context.plugins, context.subject)])

@@ -365,7 +365,7 @@ def evaluator_code(root) -> list:
     import sys
 
     script = ("import json, sys; sys.path.insert(0, sys.argv[1]); from wordy import Wordy; "
-              "from oloproof_core.suite import evaluator_code; print(json.dumps(evaluator_code(Wordy)))")
+              "from oloproof_core.engine.suite import evaluator_code; print(json.dumps(evaluator_code(Wordy)))")
     out = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 

@@ -1,4 +1,4 @@
-"""Simulated coverage of the interval methods in oloproof_core.stats (slow).
+"""Simulated coverage of the interval methods in oloproof_core.statistics.intervals (slow).
 
 All methods are finite-sample valid, so coverage must not fall below the nominal level by more than
 Monte-Carlo error (3 standard errors at the nominal level). Every simulation is seeded.

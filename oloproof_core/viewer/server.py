@@ -1,0 +1,198 @@
+"""``oloproof view``: a local, read-only web viewer of a project's store, and the HTML export.
+
+The pages are Jinja2 templates (autoescaped: everything a case holds is untrusted text) rendered
+from the view models of :mod:`oloproof_core.views`, served by aiohttp on 127.0.0.1. Every handler
+is a GET that only reads; the pages use no JavaScript, and a Content-Security-Policy forbids any
+script, remote resource or form target off the viewer. ``export_html`` renders the same pages
+into one self-contained file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from oloproof_core.outputs import pages as views
+from oloproof_core.model.errors import ConfigError
+
+META_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'"
+CSP = META_CSP + "; frame-ancestors 'none'"  # frame-ancestors only counts as a header
+
+
+def environment() -> Any:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(loader=PackageLoader("oloproof_core.viewer", "templates"),
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env.filters["pretty"] = pretty
+    env.globals["status_of"] = views.status_of
+    env.globals["statuses"] = views.STATUSES
+    return env
+
+
+def pretty(value: Any) -> str:
+    """Indented JSON as the reader would write it; the template's autoescaping makes it inert."""
+    import json
+
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+class ServedLinks:
+    """URLs of the served viewer."""
+
+    def home(self) -> str:
+        return "/"
+
+    def run(self, run_id: str) -> str:
+        return f"/runs/{quote(run_id, safe='')}"
+
+    def case(self, run_id: str, case_id: str) -> str:
+        return f"/runs/{quote(run_id, safe='')}/cases/{quote(case_id, safe='')}"
+
+    def object(self, object_id: str) -> str:
+        return f"/objects/{quote(object_id, safe='')}"
+
+    def page(self, cases: dict, page: int) -> str:
+        query = {k: v for k, v in cases["filters"].items() if v}
+        return "?" + urlencode({**query, "page": page})
+
+
+class ExportLinks:
+    """Links inside one exported file: the cases it holds are anchors, the rest plain text ids."""
+
+    def __init__(self, runs_inside: set[str]):
+        self.runs_inside = runs_inside
+
+    def home(self) -> str:
+        return "#"
+
+    def run(self, run_id: str) -> str:
+        return "#" if run_id in self.runs_inside else f"#run-{quote(run_id, safe='')}"
+
+    def case(self, run_id: str, case_id: str) -> str:
+        return f"#case-{quote(case_id, safe='')}"
+
+    def object(self, object_id: str) -> str:
+        return "#"
+
+    def page(self, cases: dict, page: int) -> str:
+        return "#"
+
+
+class Pages:
+    """Renders each page from the store; one instance per viewer process."""
+
+    def __init__(self, store: Any, plugins: Any):
+        self.store, self.plugins = store, plugins
+        self.records = views.Records(store)
+        self.env = environment()
+
+    def render(self, template: str, links: Any, **context: Any) -> str:
+        return self.env.get_template(template).render(links=links, exported=False, **context)
+
+    def runs(self, query: dict, links: Any) -> str:
+        view = views.runs_view(self.store, query.get("system"), query.get("state"), query.get("gate"))
+        objects = []
+        for kind in ("comparison", "diagnosis", "judge_validation"):
+            for object_id, record in self.store.list_objects(kind):
+                about = (f"{record.get('candidate')} against {record.get('baseline')}" if kind == "comparison"
+                         else record.get("run") or record.get("criterion") or "")
+                objects.append({"kind": kind, "id": object_id, "about": about})
+        return self.render("runs.html", links, view=view, objects=objects)
+
+    def run(self, run_id: str, query: dict, links: Any) -> str:
+        run_id = self.store.resolve_run(run_id)
+        view = views.run_view(self.store, self.records, self.plugins, run_id)
+        try:
+            page = int(query.get("page") or 1)
+        except ValueError:
+            page = 1
+        status = query.get("status") if query.get("status") in views.STATUSES else None
+        criterion = query.get("criterion") if query.get("criterion") in view["criteria"] else None
+        cases = views.cases_view(self.records(run_id), view["criteria"], page, criterion, status, query.get("q"))
+        return self.render("run.html", links, view=view, cases=cases)
+
+    def case(self, run_id: str, case_id: str, links: Any) -> str:
+        run_id = self.store.resolve_run(run_id)
+        return self.render("case.html", links, c=views.case_view(self.store, self.records, run_id, case_id))
+
+    def object(self, object_id: str, links: Any) -> str:
+        return self.render("object.html", links, o=views.object_view(self.store, self.records, object_id))
+
+
+def export_html(store: Any, plugins: Any, target: str) -> str:
+    """One self-contained HTML file for a run (its page, every case's page after it), or for a
+    stored comparison or diagnosis (``sha256:...``)."""
+    pages = Pages(store, plugins)
+    if target.startswith("sha256:"):
+        view = views.object_view(store, pages.records, target)
+        html = pages.env.get_template("object.html").render(links=ExportLinks(set()), exported=True, o=view)
+    else:
+        run_id = store.resolve_run(target)
+        view = views.run_view(store, pages.records, plugins, run_id)
+        records = pages.records(run_id)
+        cases = views.cases_view(records, view["criteria"], per_page=max(1, len(records)))
+        bodies = [views.case_view(store, pages.records, run_id, r["id"]) for r in records]
+        html = pages.env.get_template("run.html").render(links=ExportLinks({run_id}), exported=True, view=view,
+                                                         cases=cases, exported_cases=bodies)
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{META_CSP}">'
+    return html.replace('<meta charset="utf-8">', '<meta charset="utf-8">\n' + meta, 1)
+
+
+def make_app(store: Any, plugins: Any) -> Any:
+    """The aiohttp application: GET routes only."""
+    from aiohttp import web
+
+    pages, links = Pages(store, plugins), ServedLinks()
+
+    def page(render: Any) -> Any:
+        async def handler(request: web.Request) -> web.Response:
+            try:
+                body, status = render(request), 200
+            except ConfigError as exc:  # an unknown run, case or object id
+                body = pages.env.from_string(
+                    '{% extends "base.html" %}{% block body %}<h1>Not found</h1><p>{{ problem }}</p>'
+                    '<p><a href="/">All runs</a></p>{% endblock %}').render(links=links, problem=exc.problem)
+                status = 404
+            return web.Response(text=body, status=status, content_type="text/html",
+                                headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                                         "Referrer-Policy": "no-referrer"})
+
+        return handler
+
+    app = web.Application()
+    app.router.add_get("/", page(lambda r: pages.runs(dict(r.query), links)))
+    app.router.add_get("/runs/{run}", page(lambda r: pages.run(r.match_info["run"], dict(r.query), links)))
+    app.router.add_get("/runs/{run}/cases/{case}",
+                       page(lambda r: pages.case(r.match_info["run"], r.match_info["case"], links)))
+    app.router.add_get("/objects/{object}", page(lambda r: pages.object(r.match_info["object"], links)))
+    return app
+
+
+def serve(store: Any, plugins: Any, host: str, port: int, announce: Any, open_browser: bool = False) -> None:
+    """Serve until Ctrl-C; ``announce(url)`` is called once the socket listens."""
+    import asyncio
+
+    from aiohttp import web
+
+    async def main() -> None:
+        runner = web.AppRunner(make_app(store, plugins), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        bound = site._server.sockets[0].getsockname()[1] if port == 0 else port
+        url = f"http://{host if ':' not in host else f'[{host}]'}:{bound}/"
+        announce(url)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(url)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
