@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, MutableSet, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -125,28 +126,55 @@ def _strict_bool(value: Any, _: type) -> bool:
     return value
 
 
-def _strict_list(converter: cattrs.Converter) -> Any:
-    """Lists must be lists: cattrs alone would split ``slices: metadata.topic`` into characters."""
+# each sequence or set type an option may have -> the type its value is built as
+_SEQUENCES = {list: list, MutableSequence: list, tuple: tuple, Sequence: tuple,
+              set: set, MutableSet: set, frozenset: frozenset, AbstractSet: frozenset}
+
+
+def _is_sequence(cls: Any) -> bool:
+    """``list[...]``, ``tuple[...]``, ``Sequence[...]`` and the set types, bare or parametrised."""
+    origin = get_origin(cls) or cls
+    return isinstance(origin, type) and origin in _SEQUENCES
+
+
+def _list_fix(value: Any) -> str:
+    """How to write ``value`` as a list: ``[IGNORECASE]`` for one string or number."""
+    if isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return f"write a list: [{value}]"
+    return "write [a, b], or one `- item` a line"
+
+
+def _strict_sequence(converter: cattrs.Converter) -> Any:
+    """Lists, tuples, sequences and sets must be YAML lists: cattrs alone would split
+    ``slices: metadata.topic`` or ``flags: IGNORECASE`` into characters."""
     from cattrs.errors import IterableValidationNote
 
     def factory(cls: type) -> Any:
+        origin = get_origin(cls) or cls
+        build = _SEQUENCES[origin]
         args = get_args(cls)
+        fixed = origin is tuple and bool(args) and args[-1] is not Ellipsis  # tuple[str, int]: one type a place
         item = args[0] if args else Any
+        places = ", ".join(getattr(a, "__name__", str(a)) for a in args) if fixed else ""
 
-        def hook(value: Any, _: type) -> list:
-            if not isinstance(value, list):
-                raise ConfigError(f"expected a list, got {_describe(value)}", fix="write [a, b], or one `- item` a line")
+        def hook(value: Any, _: type) -> Any:
+            if not isinstance(value, (list, tuple)):
+                raise ConfigError(f"expected a list, got {_describe(value)}", fix=_list_fix(value))
+            if fixed and len(value) != len(args):
+                raise ConfigError(f"expected a list of {len(args)} items, got {len(value)}",
+                                  fix=f"write one item a place: [{places}]")
             out, errors = [], []
             for i, element in enumerate(value):
+                kind = args[i] if fixed else item
                 try:
-                    out.append(element if item is Any else converter.structure(element, item))
+                    out.append(element if kind is Any else converter.structure(element, kind))
                 except Exception as exc:  # noqa: BLE001 - collected and re-raised with their index
                     exc.__notes__ = [*getattr(exc, "__notes__", []),
-                                     IterableValidationNote(f"Structuring {cls} @ index {i}", i, item)]
+                                     IterableValidationNote(f"Structuring {cls} @ index {i}", i, kind)]
                     errors.append(exc)
             if errors:
                 raise IterableValidationError(f"While structuring {cls!r}", errors, cls)
-            return out
+            return build(out)
 
         return hook
 
@@ -172,11 +200,11 @@ def _strict_dict(converter: cattrs.Converter) -> Any:
 
 
 def make_converter() -> cattrs.Converter:
-    """The one converter: extra keys forbidden, scalars never coerced, lists and mappings checked."""
+    """The one converter: extra keys forbidden, scalars never coerced, sequences and mappings checked."""
     converter = cattrs.Converter(forbid_extra_keys=True)
     for cls, hook in ((str, _strict_str), (int, _strict_int), (float, _strict_float), (bool, _strict_bool)):
         converter.register_structure_hook(cls, hook)
-    converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list(converter))
+    converter.register_structure_hook_factory(_is_sequence, _strict_sequence(converter))
     converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) in (dict, Mapping),
                                               _strict_dict(converter))
     converter.register_structure_hook(str | dict, _name_or_mapping)

@@ -12,6 +12,9 @@ Two fingerprints, both plain data that go into cache identities:
   qualified names and members, project modules referenced as a whole by their whole source, data
   by its canonical JSON, and anything installed by its distribution's version.
 
+:func:`plugin_code` uses the second for a plugin's own code (an evaluator's class, an LLM
+provider's), so the judgments it makes miss the cache when a plugin developed in place is edited.
+
 A *project module* is one whose file lies under one of the project's roots (the config file's
 directory) and not in an installed location (site-packages, the standard library, a virtual
 environment). What no fingerprint can see (data files, remote services, randomness) is listed in
@@ -29,8 +32,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from oloproof_core.engine.installed import _installed_dirs, _package_version, file_digest
-from oloproof_core.model.identity import canonical
+from oloproof_core.engine.installed import _installed_dirs, _package_version, file_digest, is_installed
+from oloproof_core.engine.recording import source_fingerprint
+from oloproof_core.model.identity import canonical, digest
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -327,6 +331,26 @@ def reach_fingerprint(objects: Iterable[Any], roots: Iterable[Path | str], cls: 
     records = walker.run()
     records["python"] = "{}.{}".format(*sys.version_info[:2])
     return records
+
+
+def plugin_code(obj: Any) -> list[str]:
+    """A plugin's code, for the identity of what it produces (an evaluator's class, a provider's
+    factory): the source of the module that defines ``obj``, and what ``obj`` can reach from the
+    folder its package lives in (a helper module of a plugin being developed, not only a released
+    version). An installed package is covered by its distribution's version, which the identity
+    records beside this."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    filename = getattr(module, "__file__", None)
+    if filename is None:
+        return [source_fingerprint(obj)]
+    top = sys.modules.get(obj.__module__.split(".")[0])
+    package_file = getattr(top, "__file__", None) or filename
+    if is_installed(package_file):
+        return [source_fingerprint(obj)]
+    root = os.path.dirname(os.path.dirname(package_file)) if package_file.endswith("__init__.py") else (
+        os.path.dirname(package_file))
+    cls = obj if isinstance(obj, type) else None
+    return [source_fingerprint(obj), digest(reach_fingerprint([obj], [root], cls=cls))]
 
 
 def short(fingerprint: Any) -> str:

@@ -39,6 +39,11 @@ def open_provider(name: str, model: str, options: Mapping[str, Any] | None = Non
     :param registry: the providers registry; None builds one from the installed plugins
         (honouring ``OLOPROOF_DISABLE_PLUGINS``).
     """
+    return _open(name, model, options, what=what, registry=registry)[1]
+
+
+def _open(name: str, model: str, options: Mapping[str, Any] | None, *, what: str, registry: Any) -> tuple[Any, Any]:
+    """:func:`open_provider`, with the registry entry the provider came from: ``(entry, provider)``."""
     from oloproof_core.config.documents import structure
 
     if registry is None:
@@ -52,12 +57,27 @@ def open_provider(name: str, model: str, options: Mapping[str, Any] | None = Non
     data = {"model": model, **dict(options or {})}
     try:
         if entry.options is None:
-            return entry.factory(None)
+            return entry, entry.factory(None)
         made = structure(None, data, entry.options, ("provider_options",),
                          what=f"provider {name!r} from {entry.distribution}")
-        return entry.factory(made)
+        return entry, entry.factory(made)
     except ConfigError as exc:
         raise ConfigError(f"{what}, provider {name!r}: {exc.problem}", where=exc.where, fix=exc.fix) from None
+
+
+def provider_code(entry: Any, provider: Any) -> dict:
+    """What a provider is beyond its options, for a judge's identity: the distribution that
+    registered it and its version, and its code (:func:`~oloproof_core.engine.fingerprint.plugin_code`
+    of the provider's class, and of its factory when that is a function). Editing a provider
+    developed in place, or installing another version of it, therefore misses the judgment cache."""
+    import inspect
+
+    from oloproof_core.engine.fingerprint import plugin_code
+
+    code = plugin_code(type(provider))
+    if inspect.isfunction(entry.factory):  # a function that makes the provider: its code counts too
+        code += plugin_code(entry.factory)
+    return {"distribution": entry.distribution, "version": entry.version, "code": code}
 
 
 def parse_verdict(text: str) -> tuple[str, str] | None:
@@ -277,8 +297,9 @@ class LLMJudge:
     prompt version's prefix), ``default_criterion`` and ``prompts`` (every version it ever
     shipped, as ``prompts/<version>.system.txt`` and ``prompts/<version>.user.txt`` package data
     beside its module), and implements ``evaluate`` with :meth:`ask`. The prompt version and
-    text, the provider and the model are its identity: changing any misses the judgment cache
-    and needs a new validation before a rule on it may gate.
+    text, the provider (its name, distribution, version and code) and the model are its
+    identity: changing any misses the judgment cache and needs a new validation before a rule on
+    it may gate.
     """
 
     type_name = "judge"
@@ -295,10 +316,11 @@ class LLMJudge:
         self.options = options
         self.system, self.template = self.load_prompt(options.prompt)
         self.prompt_version = f"{self.family}/{options.prompt}"
-        self.provider = open_provider(options.provider, options.model, options.provider_options,
-                                      what=f"evaluator {self.type_name!r}")
+        entry, self.provider = _open(options.provider, options.model, options.provider_options,
+                                     what=f"evaluator {self.type_name!r}", registry=None)
         self.identity = {"prompt_version": self.prompt_version, "provider": options.provider, "model": options.model,
-                         "prompt_sha256": digest([self.system, self.template.template])}
+                         "prompt_sha256": digest([self.system, self.template.template]),
+                         "provider_plugin": provider_code(entry, self.provider)}
         served = getattr(self.provider, "identity", None)  # what the options cannot show (a replies file)
         if served:
             self.identity["provider_identity"] = dict(served)

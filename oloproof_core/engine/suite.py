@@ -18,9 +18,7 @@ from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.records import Case, Evaluator, Slice, StageCache, System, select
 from oloproof_core.hooks.manager import Plugins
-from oloproof_core.engine.fingerprint import reach_fingerprint
-from oloproof_core.engine.installed import is_installed
-from oloproof_core.engine.recording import source_fingerprint
+from oloproof_core.engine.fingerprint import plugin_code
 from oloproof_core.model.retrieval import UNITS
 from oloproof_core.statistics.units import PASS_ALL, Design, pass_all_name
 from oloproof_core.engine.system import EXECUTIONS, Skeleton, _options, load_skeleton, load_system, unstructure
@@ -68,22 +66,8 @@ class Suite:
 
 
 def evaluator_code(cls: type) -> list[str]:
-    """An evaluator's code: its module's source, and what its class can reach from the folder its
-    package lives in (a helper module of a plugin being developed, not only a released version).
-    An installed package is covered by its distribution's version, which the identity records."""
-    import os
-
-    module = sys.modules.get(cls.__module__)
-    filename = getattr(module, "__file__", None)
-    if filename is None:
-        return [source_fingerprint(cls)]
-    top = sys.modules.get(cls.__module__.split(".")[0])
-    package_file = getattr(top, "__file__", None) or filename
-    if is_installed(package_file):
-        return [source_fingerprint(cls)]
-    root = os.path.dirname(os.path.dirname(package_file)) if package_file.endswith("__init__.py") else (
-        os.path.dirname(package_file))
-    return [source_fingerprint(cls), digest(reach_fingerprint([cls], [root], cls=cls))]
+    """An evaluator's code (:func:`~oloproof_core.engine.fingerprint.plugin_code` of its class)."""
+    return plugin_code(cls)
 
 
 def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,

@@ -170,6 +170,8 @@ def test_the_identity_names_the_prompt_version_provider_and_model(standin):
     assert judge.identity["prompt_version"] == "groundedness/v1"
     assert (judge.identity["provider"], judge.identity["model"]) == ("anthropic", "judge-1")
     assert len(judge.identity["prompt_sha256"]) == 64
+    plugin = judge.identity["provider_plugin"]  # the provider's distribution, version and code
+    assert plugin["distribution"] == "oloproof" and plugin["version"] and plugin["code"]
     with pytest.raises(ConfigError, match="groundedness_judge has no prompt 'v9'"):
         make("groundedness_judge", standin, prompt="v9")
 
@@ -273,6 +275,92 @@ def test_a_changed_model_or_provider_misses_the_judgment_cache(standin, tmp_path
         header = json.loads(db.execute("SELECT header FROM runs ORDER BY id DESC LIMIT 1").fetchone()[0])
     extra = header["evaluators"]["grounded"]["extra"]
     assert (extra["prompt_version"], extra["provider"], extra["model"]) == ("groundedness/v1", "anthropic", "judge-2")
+
+
+# -- the provider's own code and version ------------------------------------------------------
+
+PROVIDER = '''
+import json
+
+from attrs import frozen
+
+from oloproof import Reply, hookimpl
+
+
+@frozen(kw_only=True)
+class Options:
+    model: str
+
+
+class AlwaysPass:
+    name = "always_pass"
+
+    def __init__(self, options):
+        self.model = options.model
+
+    def complete(self, prompt, *, system=None):
+        return Reply(text=json.dumps({"verdict": "pass", "rationale": "fine"}), usage={})
+
+
+@hookimpl
+def oloproof_register_providers(registry):
+    registry.add("always_pass", AlwaysPass, options=Options)
+'''
+PROVIDER_APP = "def run(input):\n    return {'answer': input['question']}\n"
+
+
+def test_a_provider_s_code_and_version_are_part_of_the_judgment_key(tmp_path, monkeypatch):
+    """A provider developed in place (a module outside site-packages, with its distribution's
+    metadata beside it, as an editable install has): an unchanged re-run hits the judgment cache;
+    the same replies from edited code miss it, and so does another version of its distribution."""
+    import sys
+
+    import oloproof
+
+    site, project = tmp_path / "site", tmp_path / "project"
+    info = site / "olo_always_pass-1.0.dist-info"
+    info.mkdir(parents=True)
+    project.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: olo-always-pass\nVersion: 1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[oloproof]\nalways_pass = olo_always_pass\n", encoding="utf-8")
+    (site / "olo_always_pass.py").write_text(PROVIDER, encoding="utf-8")
+    (project / "provider_demo_app.py").write_text(PROVIDER_APP, encoding="utf-8")
+    (project / "oloproof.yaml").write_text(
+        "system: {callable: provider_demo_app:run}\ncases: cases.jsonl\n"
+        "evaluators:\n  - {type: exact_judge, provider: always_pass, model: m1}\n", encoding="utf-8")
+    (project / "cases.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i}", "input": {"question": f"q{i}"}, "expected": {"answer": f"q{i}"}}) + "\n"
+        for i in range(2)), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the project's directory is not left importable
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # an edit within the same second is read again
+
+    def judgments() -> list:
+        """The judgment cache's [hits, misses], the modules imported afresh as by a new process."""
+        for name in ("olo_always_pass", "provider_demo_app"):
+            sys.modules.pop(name, None)
+        try:
+            outcome = oloproof.run(project / "oloproof.yaml")
+        finally:
+            for name in ("olo_always_pass", "provider_demo_app"):
+                sys.modules.pop(name, None)
+        assert outcome.summaries["answer_equivalent"].value == 1.0
+        return outcome.caches["judgment"]
+
+    assert judgments() == [0, 2]
+    assert judgments() == [2, 0]
+    edited = PROVIDER.replace('json.dumps({"verdict": "pass", "rationale": "fine"})',
+                              '\'{"verdict": "pass", "rationale": "fine"}\'')
+    assert edited != PROVIDER
+    (site / "olo_always_pass.py").write_text(edited, encoding="utf-8")  # the same replies, other code
+    assert judgments() == [0, 2]
+    assert judgments() == [2, 0]
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: olo-always-pass\nVersion: 1.1\n", encoding="utf-8")
+    assert judgments() == [0, 2]
+    with sqlite3.connect(project / ".oloproof" / "store.db") as db:
+        header = json.loads(db.execute("SELECT header FROM runs ORDER BY id DESC LIMIT 1").fetchone()[0])
+    plugin = header["evaluators"]["answer_equivalent"]["extra"]["provider_plugin"]
+    assert (plugin["distribution"], plugin["version"]) == ("olo-always-pass", "1.1")
 
 
 def test_a_missing_key_exits_2_before_any_case_runs(standin, tmp_path, monkeypatch):
