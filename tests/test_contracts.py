@@ -98,3 +98,37 @@ def test_nothing_heavy_happens_at_import_time():
             "print(','.join(heavy))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == ""
+
+
+def test_every_builtin_command_is_a_plugin_of_the_command_hook():
+    """The command line calls a builtin command module's hook itself; registered in a plugin
+    manager like a third party's, each passes pluggy's checks and adds the command it is named for."""
+    import importlib
+
+    import click
+    import pluggy
+
+    from oloproof_core.cli import BUILTIN_COMMANDS
+    from oloproof_core.hooks import specs
+
+    pm = pluggy.PluginManager("oloproof")
+    pm.add_hookspecs(specs)
+    for module in BUILTIN_COMMANDS.values():
+        pm.register(importlib.import_module(module), name=module)
+    pm.check_pending()
+    group = click.Group()
+    pm.hook.oloproof_register_commands(cli=group)
+    assert sorted(group.commands) == sorted(BUILTIN_COMMANDS)
+
+
+def test_a_plugin_command_named_like_a_builtin_leaves_the_builtin(monkeypatch):
+    import click
+
+    from oloproof_core import cli as cli_module
+
+    group = cli_module.PluginGroup()
+    group.get_command(click.Context(group), "run")
+    builtin = group.commands["run"]
+    group.add_command(click.Command("run", callback=lambda: None))
+    group.add_command(click.Command("other", callback=lambda: None))
+    assert group.commands["run"] is builtin and "other" in group.commands

@@ -15,45 +15,65 @@ import click
 
 from oloproof_core.model.errors import ExitCode, error_line
 
-# the builtin command plugins: registered by the group itself, as pytest registers its own
-BUILTIN_COMMANDS = tuple(f"oloproof_core.cli.{name}" for name in (
+# The builtin command plugins, each a module implementing ``oloproof_register_commands``: the group
+# calls a builtin's hook itself when its name is asked for (as pytest registers its own plugins),
+# so `oloproof run` imports one command module; other distributions' commands come through the
+# plugin manager.
+BUILTIN_COMMANDS = {name: f"oloproof_core.cli.{name}" for name in (
     "cache", "compare", "diagnose", "export", "init", "inspect", "judge", "plugins", "run", "runs", "store",
-)) + ("oloproof_core.viewer.command",)
+)} | {"view": "oloproof_core.viewer.command"}
 
 
 class PluginGroup(click.Group):
-    """A group whose commands plugins add. A builtin command's name resolves with the builtin
-    plugins alone; the list (``--help``) and any other name also load the command plugins of
-    other distributions (their ``oloproof`` entry points)."""
+    """A group whose commands plugins add. A builtin command's name imports that command's
+    module alone; the list (``oloproof --help``) and any other name also load the command plugins
+    of other distributions (their ``oloproof`` entry points). A plugin's command named like a
+    builtin is not added: the builtin keeps its name."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._builtins = False
-        self._others = False
+        self._builtin_loading = False
+        self._others_loaded = False
 
-    def load(self, others: bool) -> None:
-        from oloproof_core.hooks.manager import command_plugins
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        if self._builtin_loading or (name or cmd.name) not in BUILTIN_COMMANDS:
+            super().add_command(cmd, name)
 
-        if not self._builtins or (others and not self._others):
-            pm = command_plugins(BUILTIN_COMMANDS, others=others)
-            for impl in reversed(pm.hook.oloproof_register_commands.get_hookimpls()):
-                if impl.plugin_name in BUILTIN_COMMANDS and self._builtins:
-                    continue  # added by the first load
+    def _load_builtin(self, name: str) -> None:
+        import importlib
+
+        if name in self.commands:
+            return
+        self._builtin_loading = True
+        try:
+            importlib.import_module(BUILTIN_COMMANDS[name]).oloproof_register_commands(cli=self)
+        finally:
+            self._builtin_loading = False
+
+    def _load_others(self) -> None:
+        from oloproof_core.hooks.discovery import others_may_exist
+
+        if self._others_loaded:
+            return
+        self._others_loaded = True
+        if others_may_exist():
+            from oloproof_core.hooks.manager import command_plugins
+
+            for impl in reversed(command_plugins().hook.oloproof_register_commands.get_hookimpls()):
                 impl.function(cli=self)
-            self._builtins = True
-            self._others = self._others or others
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        self.load(others=True)
+        for name in BUILTIN_COMMANDS:
+            self._load_builtin(name)
+        self._load_others()
         return super().list_commands(ctx)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        self.load(others=False)
-        command = super().get_command(ctx, cmd_name)
-        if command is None and not self._others:
-            self.load(others=True)
-            command = super().get_command(ctx, cmd_name)
-        return command
+        if cmd_name in BUILTIN_COMMANDS:
+            self._load_builtin(cmd_name)
+        else:
+            self._load_others()
+        return super().get_command(ctx, cmd_name)
 
 
 @click.group(cls=PluginGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -97,23 +97,15 @@ def register_entry_points(pm: pluggy.PluginManager, select: Any = None) -> None:
         pm.distributions[ep.name] = dist
 
 
-def command_plugins(builtins: Iterable[str], others: bool) -> pluggy.PluginManager:
-    """The manager the command line takes its commands from: the builtin command modules
-    ``builtins`` (by module name) and, with ``others``, the plugins of every distribution but
-    Oloproof's own (whose commands are all builtins), minus ``OLOPROOF_DISABLE_PLUGINS``."""
-    import importlib
-
+def command_plugins() -> pluggy.PluginManager:
+    """The plugins of every distribution but Oloproof's own (whose commands are builtins the
+    command line adds itself), minus ``OLOPROOF_DISABLE_PLUGINS``: what other commands come from."""
     pm = pluggy.PluginManager(GROUP)
     pm.add_hookspecs(hookspecs)
     pm.distributions = {}
     for name in disabled_from_env():
         pm.set_blocked(name)
-    for module in builtins:
-        if not pm.is_blocked(module):
-            pm.register(importlib.import_module(module), name=module)
-            pm.distributions[module] = ("oloproof", "")
-    if others:
-        register_entry_points(pm, select=lambda distribution: distribution != "oloproof")
+    register_entry_points(pm, select=lambda distribution: distribution != "oloproof")
     return pm
 
 
