@@ -1,0 +1,60 @@
+"""The postgres store's integrity: the check of the whole store that ``oloproof store check``
+prints, in one snapshot, with the runs that were begun and never finished."""
+
+from __future__ import annotations
+
+import contextlib
+
+from oloproof import check_rows
+
+
+class Check:
+    """Verifying everything stored (a part of ``PostgresStore``)."""
+
+    def check(self) -> dict:
+        """Verify everything stored, in one snapshot, streamed: the counts, one line a problem, and
+        the runs begun and not finished (not damage: ``writing`` when their writer's process still
+        holds its lock, else removed by the next run begun in the store)."""
+        with self._conn() as conn, self._guard(), contextlib.ExitStack() as cursors:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+            def rows(name: str, query: str):
+                cursor = cursors.enter_context(conn.cursor(name=f"oloproof_check_{name}"))
+                cursor.execute(query)
+                return cursor
+
+            s = self.schema
+            begun = conn.execute(
+                f"SELECT w.run_id, w.started, (SELECT COUNT(*) FROM {s}.run_cases c WHERE c.run_id = w.run_id) "
+                f"FROM {s}.writers w WHERE NOT EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = w.run_id) "
+                "ORDER BY w.run_id").fetchall()
+            unfinished = [{"run": run_id, "cases": int(cases), "started": started, "writing": not self._writer_gone(conn, run_id)}
+                          for run_id, started, cases in begun]
+            orphans = [r[0] for r in conn.execute(
+                f"SELECT DISTINCT run_id FROM {s}.run_cases c WHERE NOT EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = c.run_id) "
+                f"AND NOT EXISTS (SELECT 1 FROM {s}.writers w WHERE w.run_id = c.run_id) ORDER BY run_id").fetchall()]
+
+            def runs():
+                # the case rows of finished runs, merged with the runs in id order ("C" collation:
+                # code point order on both sides); each run's rows streamed to check_rows
+                cases = rows("cases", f"SELECT run_id, idx, case_id, record FROM {s}.run_cases c "
+                                      f"WHERE EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = c.run_id) ORDER BY run_id, idx")
+                pending = [next(cases, None)]
+
+                def run_rows(run_id: str):
+                    while pending[0] is not None and pending[0][0] == run_id:
+                        yield pending[0][1:]
+                        pending[0] = next(cases, None)
+
+                for run_id, header, summary, seal in rows("runs", f"SELECT id, header, summary, seal FROM {s}.runs ORDER BY id"):
+                    yield run_id, header, summary, seal, run_rows(run_id)
+
+            counts, problems = check_rows(runs(), rows("cache", f"SELECT ns, key, value, checksum FROM {s}.cache"),
+                                          rows("objects", f"SELECT id, kind, record, checksum FROM {s}.objects"))
+        problems += [f"run {run_id}: case records without their run" for run_id in orphans]
+        counts["unfinished"] = len(unfinished)
+        return {"store": self.shown, "counts": counts, "problems": problems, "unfinished": unfinished}
+
+    def _writer_gone(self, conn, run_id: str) -> bool:
+        """Whether no process holds the run's writer lock (taken and released in this transaction)."""
+        return conn.execute("SELECT pg_try_advisory_xact_lock_shared(%s)", (self._lock_key(run_id),)).fetchone()[0]
