@@ -40,6 +40,10 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool, 
 
     wanted = wanted_reports(junit, junit_cases, json_file, markdown, reports)
     project = Project(config, store_spec, existing=True)
+    if wanted:  # an unknown reporter stops the command before it runs anything
+        from oloproof_core.outputs import check_reports
+
+        check_reports(project.plugins, wanted)
     policy = load_compare_policy(Path(policy_file))  # a bad policy file stops the command before the store
     store = project.store
     candidate, baseline = store.resolve_run(candidate), store.resolve_run(baseline)

@@ -59,6 +59,10 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
         raise click.UsageError("--refresh and --reuse-executions contradict each other; give one")
     wanted = wanted_reports(junit, junit_cases, json_file, markdown, reports)
     project = Project(config, store_spec)
+    if wanted:  # an unknown reporter stops the command before it runs anything
+        from oloproof_core.outputs import check_reports
+
+        check_reports(project.plugins, wanted)
     doc, skeleton = project.skeleton()
     executions = "refresh" if refresh else "reuse" if reuse_executions else None
     suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store, use_cache=not no_cache,

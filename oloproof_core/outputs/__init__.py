@@ -55,6 +55,12 @@ class ReportContext:
         self.store, self.plugins, self.subject = store, plugins, subject
 
 
+def check_reports(plugins: Any, reports: Sequence[tuple[str, str | None, bool]]) -> None:
+    """Stop before any work when a reporter asked for is not registered (one line, exit 2)."""
+    for name, _, _ in reports:
+        plugins.reporters.get(name, where="--report")
+
+
 def write_reports(plugins: Any, view: Mapping[str, Any], reports: Sequence[tuple[str, str | None, bool]], *,
                   records: Callable[[], Iterable[Mapping[str, Any]]] | None = None,
                   context: ReportContext | None = None) -> None:

@@ -138,6 +138,25 @@ def test_junit_cases_needs_junit(project):
     assert result.code == 2 and "--junit-cases adds to the --junit file" in result.err
 
 
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--report", "nosuch=out.txt"], "unknown reporter 'nosuch'"),
+    (["--report", "junit"], "expected NAME=TARGET"),
+])
+def test_a_report_asked_for_wrongly_stops_the_run_before_it_starts(project, argv, says):
+    project.cases([case(0)])
+    result = project.run("run", *argv)
+    assert result.code == 2 and says in result.err, result
+    assert result.out == "" and not (project.root / ".oloproof").exists()  # nothing ran, nothing stored
+
+
+def test_report_names_the_builtin_reporters_as_the_flags_do(project):
+    project.cases([case(0), case(1, ok=False)])
+    result = project.run("run", "--report", "json=by-name.json", "--json", "by-flag.json")
+    assert result.code == 0, result
+    by_name, by_flag = (json.loads((project.root / f).read_text()) for f in ("by-name.json", "by-flag.json"))
+    assert by_name == by_flag and by_name["run"]["id"] == result.out.split()[1]
+
 COMPARE = """
 version: 1
 block_on: [FAIL, INSUFFICIENT_EVIDENCE]
