@@ -81,8 +81,9 @@ def test_every_cli_command_is_in_the_readme_or_docs():
         assert f"oloproof {name}" in text, f"`oloproof {name}` is documented nowhere"
 
 
-MODULES = ["oloproof", *sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-                              for p in (ROOT / "oloproof_core").rglob("*.py")), *[p.name for p in PLUGINS]]
+MODULES = ["oloproof", "oloproof_core.cli", "oloproof_core.engine.runner", "oloproof_core.engine.execution",
+           "oloproof_core.decisions.compare", "oloproof_core.workflows.diagnose", "oloproof_core.outputs.reporters",
+           "oloproof_core.viewer.command", "oloproof_core.viewer.reporter", *[p.name for p in PLUGINS]]
 
 
 @pytest.mark.parametrize("module", MODULES)
