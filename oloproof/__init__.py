@@ -25,8 +25,9 @@ from oloproof_core.engine.fingerprint import project_fingerprint, reach_fingerpr
 from oloproof_core.engine.fingerprint import short as short_fingerprint
 from oloproof_core.hooks.registry import Registry
 from oloproof_core.storage.runs import (
-    PAGE, RunWriter, check_rows, checked_case, checksum, damaged_run, process_gone, row_checksum, seal_intact,
-    seal_of, sealed_records, this_process, write_run,
+    PAGE, QUARANTINED, RunWriter, check_rows, checked_case, checked_seal, checksum, damaged_run, key_needed, keyed,
+    process_gone, row_checksum, seal_intact, seal_of, seal_verdict, sealed_records, shown_text, store_key, this_process,
+    unsigned, valid_run_id, verdict, write_run,
 )
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.engine.providers import (
@@ -37,6 +38,16 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PAGE",
+    "QUARANTINED",
+    "checked_seal",
+    "key_needed",
+    "keyed",
+    "seal_verdict",
+    "shown_text",
+    "store_key",
+    "unsigned",
+    "valid_run_id",
+    "verdict",
     "acceptable_texts",
     "ArtifactError",
     "AtKEvaluator",

@@ -23,7 +23,15 @@ def runs(fmt: str, config: str | None, store_spec: str | None) -> None:
     """
     from oloproof_core.statistics.display import table
 
-    headers = Project(config, store_spec, existing=True).reader().list_runs()
+    store = Project(config, store_spec, existing=True).reader()
+    headers = store.list_runs()
+    left_out = getattr(store, "damaged_runs", None)
+    if left_out:
+        from oloproof_core.storage.runs import shown_text
+
+        click.echo(f"warning: {len(left_out)} damaged run{'' if len(left_out) == 1 else 's'} not listed "
+                   f"({', '.join(shown_text(r, 40) for r in left_out[:5])}{', ...' if len(left_out) > 5 else ''}); "
+                   "run `oloproof store check`", err=True)
     if fmt == "json":
         from oloproof_core.results.view import run_ref
 

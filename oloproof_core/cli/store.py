@@ -9,12 +9,13 @@ import click
 from oloproof_core.cli.common import config_option, echo, store_option
 from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.model.errors import ExitCode, OloproofError
+from oloproof_core.storage.runs import shown_text
 from oloproof_core.workflows.project import Project
 
 
 @click.group()
 def store() -> None:
-    """Create, migrate, check and copy the project's store."""
+    """Create, migrate, check, repair and copy the project's store."""
 
 
 @store.command("init")
@@ -79,15 +80,43 @@ def check(config: str | None, store_spec: str | None) -> None:
     lines = [f"Store {found['store']}: {n(counts['runs'], 'run')} ({n(counts['cases'], 'case record')}), "
              f"{n(counts['cache'], 'cached value')}, {n(counts['objects'], 'object')}"]
     if counts["unverified"]:
-        lines.append(f"Unverified: {counts['unverified']}, stored before checksums existed")
+        lines.append(f"Unverified: {counts['unverified']}, stored before checksums existed"
+                     + (" or signed with a store key this command does not have" if not getattr(store, "key", None) else ""))
+    if counts.get("quarantined"):
+        lines.append(f"Quarantined: {n(counts['quarantined'], 'run')} set aside by `oloproof store repair` "
+                     "(listed by no command)")
     if counts.get("unfinished"):  # not damage: a run whose process ended before it finished
         rows = sum(u["cases"] for u in found.get("unfinished", ()))
         lines.append(f"Unfinished: {n(counts['unfinished'], 'run')} begun and not finished ({n(rows, 'case record')}, "
                      "seen by no command); the next run begun in this store removes those whose process has ended")
     lines += [f"Damaged: {problem}" for problem in found["problems"]]
-    lines.append(f"{len(found['problems'])} damaged" if found["problems"] else "No damage found")
+    lines.append(f"{len(found['problems'])} damaged; `oloproof store repair` removes the damaged cached values and "
+                 "quarantines the damaged runs" if found["problems"] else "No damage found")
     echo(lines)
     sys.exit(int(ExitCode.USAGE if found["problems"] else ExitCode.OK))
+
+
+@store.command()
+@config_option
+@store_option
+def repair(config: str | None, store_spec: str | None) -> None:
+    """Remove the damaged cached values (a run recomputes them), quarantine the damaged runs
+    (renamed quarantined:RUN_ID, listed by no command) and remove case records without their run.
+    Exit 0 when nothing damaged is left, 2 otherwise."""
+    store = Project(config, store_spec, existing=True).store
+    fixer = getattr(store, "repair", None)
+    if fixer is None:
+        raise OloproofError("this store cannot repair itself", fix="use the local or postgres store")
+    done = fixer()
+    left = done["after"]["problems"]
+    lines = [f"Store {done['store']}: removed {done['cache']} damaged cached value" + ("" if done["cache"] == 1 else "s")
+             + f", quarantined {len(done['runs'])} damaged run" + ("" if len(done["runs"]) == 1 else "s")
+             + (f", removed the case records of {done['orphans']} runs without their run" if done["orphans"] else "")]
+    lines += [f"Quarantined: {shown_text(run_id)}" for run_id in done["runs"]]
+    lines += [f"Still damaged: {problem}" for problem in left]
+    lines.append(f"{len(left)} damaged" if left else "No damage left")
+    echo(lines)
+    sys.exit(int(ExitCode.USAGE if left else ExitCode.OK))
 
 
 @hookimpl

@@ -333,6 +333,9 @@ def read_lines(path: Path, *, what: str, missing_fix: str) -> Iterator[tuple[int
 def bundle_folder(project_dir: Path, run_id: str) -> Path:
     """``.oloproof/bundles/RUN_ID``, made if need be, refusing any symbolic link that leads out of
     the project's ``.oloproof/``."""
+    if not re.fullmatch(r"run_[A-Za-z0-9_-]{1,100}", run_id):  # a shared store may hold any text as an id
+        raise OloproofError(f"{ascii(run_id)[:80]} is not a run id oloproof makes; no bundle is written for it",
+                            fix="run `oloproof store check`; `oloproof store repair` quarantines it")
     root = project_dir.resolve() / ".oloproof"
     folder = root
     for part in ("bundles", run_id):

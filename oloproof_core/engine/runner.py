@@ -248,8 +248,12 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         outcome, summary = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges,
                                      not_run, interrupted, sequential is not None)
         writer.finish(header, summary)
-    except BaseException:
-        writer.abort()  # nothing half-written: the finished work is in the caches
+    except BaseException as first:
+        try:
+            writer.abort()  # nothing half-written: the finished work is in the caches
+        except Exception as cleanup:  # noqa: BLE001 - the first error is the one to report
+            first.add_note(f"(and the run's case rows could not be removed: {cleanup}; the next run begun in the "
+                           "store removes them)")
         raise
     plugins.pm.hook.oloproof_run_finished(run=header, summary=summary)
     return outcome

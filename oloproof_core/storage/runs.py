@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -14,29 +15,37 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from oloproof_core.model.errors import OloproofError
+from oloproof_core.storage.checksums import (  # noqa: F401 - re-exported: oloproof imports them from here
+    CHECK,
+    KEY_ENV,
+    KEY_FILE,
+    KEYED,
+    QUARANTINED,
+    checksum,
+    key_needed,
+    keyed,
+    shown_text,
+    store_key,
+    unsigned,
+    valid_run_id,
+    verdict,
+)
 
-CHECK = "run `oloproof store check`"
 PAGE = 2000  # case rows a store reads at once when it streams a run
 CHUNK = 1000  # case records save_run hands to its writer at once
 _RECORD = json.JSONEncoder(ensure_ascii=False).encode  # a case row's text (built once, not once a row)
-
-
-def checksum(*parts: str) -> str:
-    """sha256 hex of the parts, each ended by a NUL byte (so no two splits of a text collide)."""
-    text = "\0".join(parts) + "\0" if parts else ""  # one encode and one update: the same bytes
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Sealer:
     """The seal of a run, computed as its case rows are added: each row's checksum (kept beside
     the row, so that one record is checked alone) goes into the running digest."""
 
-    def __init__(self) -> None:
-        self.hash, self.cases = hashlib.sha256(), 0
+    def __init__(self, key: bytes | None = None) -> None:
+        self.hash, self.cases, self.key = hashlib.sha256(), 0, key
 
     def add(self, idx: int, case_id: str, record: str) -> str:
         """Fold one row into the digest; returns the row's checksum."""
-        row = row_checksum(idx, case_id, record)
+        row = row_checksum(idx, case_id, record, key=self.key)
         self.hash.update(row.encode())
         self.cases += 1
         return row
@@ -47,22 +56,32 @@ class Sealer:
             self.hash.update(row[3].encode())
             self.cases += 1
 
-    def seal(self, header: str, summary: str) -> dict:
-        return {"cases": self.cases, "digest": self.hash.hexdigest(), "meta": checksum(header, summary)}
+    def seal(self, header: str, summary: str, run_id: str = "") -> dict:
+        digest = self.hash.hexdigest()
+        return {"cases": self.cases, "digest": digest, "meta": seal_meta(run_id, header, summary, self.cases, digest, self.key)}
 
 
-def row_checksum(idx: int, case_id: str, record: str) -> str:
+def seal_meta(run_id: str, header: str, summary: str, cases: int, digest: str, key: bytes | None) -> str:
+    """A seal's ``meta``: without a key the checksum of the header and summary; with one, the HMAC
+    of the run id, header, summary, case count and digest (a writer without the key can neither
+    change the rows nor re-seal them)."""
+    if key is None:
+        return checksum(header, summary)
+    return checksum(run_id, header, summary, str(cases), digest, key=key)
+
+
+def row_checksum(idx: int, case_id: str, record: str, key: bytes | None = None) -> str:
     """One case row's checksum: the term of the run's seal digest for that row."""
-    return checksum(str(idx), case_id, record)
+    return checksum(str(idx), case_id, record, key=key)
 
 
-def case_rows(records: Iterable[dict], start: int) -> list[tuple[int, str, str, str]]:
+def case_rows(records: Iterable[dict], start: int, key: bytes | None = None) -> list[tuple[int, str, str, str]]:
     """Case records as rows ``(idx, case_id, record text, row checksum)`` numbered from ``start``
     (the record's key order kept: judgments stay in the suite's evaluator order)."""
     rows = []
     for idx, record in enumerate(records, start):
         text = _RECORD(record)
-        rows.append((idx, record["id"], text, row_checksum(idx, record["id"], text)))
+        rows.append((idx, record["id"], text, row_checksum(idx, record["id"], text, key)))
     return rows
 
 
@@ -73,15 +92,15 @@ class RunWriter(abc.ABC):
     batch), ``_finish(header, summary, seal)`` (the run row, visible at once) and ``_remove()``
     (the rows ``_insert`` wrote, unless the run was finished)."""
 
-    def __init__(self, run_id: str) -> None:
-        self.run_id, self.sealer, self.state = run_id, Sealer(), "open"
+    def __init__(self, run_id: str, key: bytes | None = None) -> None:
+        self.run_id, self.sealer, self.state, self.key = run_id, Sealer(key), "open", key
 
     def add(self, records: Sequence[dict]) -> None:
         if self.state != "open":
             raise OloproofError(f"run {self.run_id} is {self.state}: no case record can be added",
                                 fix="begin a new run")
         try:
-            rows = case_rows(records, self.sealer.cases)
+            rows = case_rows(records, self.sealer.cases, self.key)
             if rows:
                 self._insert(rows)
         except BaseException:
@@ -96,7 +115,7 @@ class RunWriter(abc.ABC):
             raise OloproofError(f"the header's id {header.get('id')!r} is not the run's id {self.run_id}",
                                 fix="finish a run with its own header")
         header_text, summary_text = json.dumps(header), json.dumps(summary)
-        self._finish(header_text, summary_text, json.dumps(self.sealer.seal(header_text, summary_text)))
+        self._finish(header_text, summary_text, json.dumps(self.sealer.seal(header_text, summary_text, self.run_id)))
         self.state = "finished"
 
     def abort(self) -> None:
@@ -131,8 +150,12 @@ def write_run(writer: Any, header: dict, cases: Iterable[dict], summary: dict, s
         if chunk:
             writer.add(chunk)
         writer.finish(header, summary)
-    except BaseException:
-        writer.abort()
+    except BaseException as first:
+        try:
+            writer.abort()
+        except Exception as cleanup:  # noqa: BLE001 - the first error is the one to report
+            first.add_note(f"(and its case rows could not be removed: {cleanup}; the next run begun in the store "
+                           "removes them)")
         raise
 
 
@@ -155,25 +178,26 @@ def process_gone(host: str, pid: int) -> bool:
     return False
 
 
-def seal_of(header: str, summary: str, records: Iterable[tuple[int, str, str]]) -> dict:
+def seal_of(header: str, summary: str, records: Iterable[tuple[int, str, str]], key: bytes | None = None,
+            run_id: str = "") -> dict:
     """The seal of a run: its case count, the digest of its case rows, the digest of the rest."""
-    sealer = Sealer()
+    sealer = Sealer(key)
     for idx, case_id, record in records:
         sealer.add(idx, case_id, record)
-    return sealer.seal(header, summary)
+    return sealer.seal(header, summary, run_id)
 
 
-def rows_problem(seal: dict, rows: Iterable[tuple[int, str, str]]) -> str | None:
+def rows_problem(seal: dict, rows: Iterable[tuple[int, str, str]], key: bytes | None = None) -> str | None:
     """What is wrong with a run's case rows against its seal (``None``: they match), hashing the
     rows without parsing them."""
-    found = seal_of("", "", rows)
+    found = seal_of("", "", rows, key)
     if found["cases"] != seal["cases"]:
         return f"{found['cases']} of its {seal['cases']} case records"
     return None if found["digest"] == seal["digest"] else "its case records"
 
 
 def sealed_records(page: Callable[[int, int], list], seal: dict | None, damaged: Callable[[str], Exception],
-                   size: int = PAGE) -> Iterator[dict]:
+                   size: int = PAGE, key: bytes | None = None) -> Iterator[dict]:
     """A run's case records in case order, read in pages of ``size`` rows (``page(after_idx,
     size)`` returns the rows ``(idx, case_id, record)`` after ``after_idx``), never one record
     of a run whose rows do not match its ``seal``: a run of one page is checked and parsed from
@@ -190,7 +214,7 @@ def sealed_records(page: Callable[[int, int], list], seal: dict | None, damaged:
 
     first = page(-1, size)
     if seal is not None:
-        problem = rows_problem(seal, pages(first))
+        problem = rows_problem(seal, pages(first), key if keyed(seal.get("meta")) else None)
         if problem is not None:
             raise damaged(problem)
     for _, _, record in pages(first):
@@ -204,7 +228,7 @@ def damaged_run(run_id: str, problem: str, where: str) -> OloproofError:
 
 
 def checked_case(run_id: str, case_id: str, row: tuple | None, whole_run: Callable[[], Iterator[dict]],
-                 where: str) -> dict | None:
+                 where: str, key: bytes | None = None) -> dict | None:
     """``run_case``'s answer from the row ``(idx, record, row checksum)`` a store found by case id
     (None: the run has no such case): the record once its checksum matches; a row stored before
     row checksums is checked with its whole run (``whole_run()``, the store's ``run_cases``)."""
@@ -213,54 +237,125 @@ def checked_case(run_id: str, case_id: str, row: tuple | None, whole_run: Callab
     idx, record, stored = row
     if stored is None:
         return next((r for r in whole_run() if r["id"] == case_id), None)
-    if stored != row_checksum(idx, case_id, record):
+    found = verdict(stored, (str(idx), case_id, record), key)
+    if found == "unverified":
+        raise key_needed(f"run {run_id}", where)
+    if found == "unsigned":
+        raise unsigned(f"run {run_id}", where)
+    if found != "ok":
         raise damaged_run(run_id, f"case {case_id}'s record does", where)
     return json.loads(record)
 
 
-def seal_intact(header: str, summary: str, seal: str) -> dict | None:
-    """The run's seal if its header and summary match it, else None."""
+def seal_intact(header: str, summary: str, seal: str, key: bytes | None = None, run_id: str = "") -> dict | None:
+    """The run's seal if its header and summary match it, else None. With a ``key``, only a seal
+    made with that key is intact; a keyed seal without a key is None too (``seal_verdict`` tells
+    which)."""
+    return seal_verdict(header, summary, seal, key, run_id)[1]
+
+
+def seal_verdict(header: str, summary: str, seal: str | None, key: bytes | None = None,
+                 run_id: str = "") -> tuple[str, dict | None]:
+    """``(verdict, seal)`` of a run's stored seal: ``ok`` with the seal as a dict, or ``unverified``
+    (no seal; or one made with a key this process lacks), ``unsigned`` (a plain seal where the key
+    is set) or ``damaged``, with None."""
+    if seal is None:
+        return "unverified", None
     try:
         data = json.loads(seal)
-        return data if data["meta"] == checksum(header, summary) else None
+        meta = data["meta"]
+        if keyed(meta):
+            if key is None:
+                return "unverified", None
+            expected = seal_meta(run_id, header, summary, int(data["cases"]), str(data["digest"]), key)
+        else:
+            if key is not None:
+                return "unsigned", None
+            expected = checksum(header, summary)
+        return ("ok", data) if isinstance(meta, str) and hmac.compare_digest(meta, expected) else ("damaged", None)
     except (ValueError, KeyError, TypeError):
+        return "damaged", None
+
+
+def checked_seal(run_id: str, header: str, summary: str, seal: str | None, key: bytes | None, where: str,
+                 damaged: Callable[[str], Exception]) -> dict | None:
+    """A read's check of a run's header and summary: its seal (None: stored before seals), or the
+    error (``damaged(what)`` for a damaged one; a signed one without the key; an unsigned one with it)."""
+    if seal is None:
         return None
+    found, data = seal_verdict(header, summary, seal, key, run_id)
+    if found == "ok":
+        return data
+    if found == "unverified":
+        raise key_needed(f"run {run_id}", where)
+    if found == "unsigned":
+        raise unsigned(f"run {run_id}", where)
+    raise damaged(f"run {run_id}")
 
 
 def check_rows(runs: Iterable[tuple[str, str, str, str | None, Iterable]], cache: Iterable[tuple[str, str, str, str | None]],
-               objects: Iterable[tuple[str, str, str, str | None]]) -> tuple[dict, list[str]]:
+               objects: Iterable[tuple[str, str, str, str | None]], key: bytes | None = None,
+               detail: dict | None = None) -> tuple[dict, list[str]]:
     """Verify a store from its rows: each run ``(id, header, summary, seal, case rows)`` against
     its seal (its case rows ``(idx, case_id, record)`` any iterable, read once in case order), each
     cache value ``(ns, key, value, checksum)`` and object ``(id, kind, record, checksum)`` against
-    its checksum. Returns the counts and the problems, one line each."""
+    its checksum (with the store ``key``: its HMAC; a plain checksum is then a problem, ``not signed``).
+    Returns the counts and the problems, one line each. ``detail``, when given, receives what
+    ``store repair`` needs: ``runs`` (the damaged run ids) and ``cache`` (``(ns, key)`` of the
+    damaged values). A run whose id is not one oloproof makes is a problem; one ``store repair``
+    quarantined is counted in ``quarantined``, not checked."""
     problems: list[str] = []
-    counts = {"runs": 0, "cases": 0, "cache": 0, "objects": 0, "unverified": 0}
+    counts = {"runs": 0, "cases": 0, "cache": 0, "objects": 0, "unverified": 0, "quarantined": 0}
+    bad_runs: list = [] if detail is None else detail.setdefault("runs", [])
+    bad_cache: list = [] if detail is None else detail.setdefault("cache", [])
+    unsigned_note = "it is not signed with the store key"
     for run_id, header, summary, seal, rows in runs:
+        if isinstance(run_id, str) and run_id.startswith(QUARANTINED):
+            counts["quarantined"] += 1
+            for _ in rows:  # read once, as promised
+                pass
+            continue
         counts["runs"] += 1
-        found = seal_of("", "", rows)  # one pass over the rows, however many
+        if not valid_run_id(run_id):
+            problems.append(f"run {shown_text(run_id)}: its id is not a run id oloproof makes")
+            bad_runs.append(run_id)
+            counts["cases"] += sum(1 for _ in rows)
+            continue
+        found_meta, data = seal_verdict(header, summary, seal, key, run_id)
+        found = seal_of("", "", rows, key if found_meta == "ok" and keyed(data["meta"]) else None)  # one pass
         counts["cases"] += found["cases"]
-        if seal is None:
+        if found_meta == "unverified":
             counts["unverified"] += 1
             continue
-        data = seal_intact(header, summary, seal)
-        if data is None:
-            problems.append(f"run {run_id}: its header or summary does not match its seal")
+        problem = None
+        if found_meta == "unsigned":
+            problem = unsigned_note
+        elif data is None:
+            problem = "its header or summary does not match its seal"
         elif found["cases"] != data["cases"]:
-            problems.append(f"run {run_id}: {found['cases']} case records, {data['cases']} stored")
+            problem = f"{found['cases']} case records, {data['cases']} stored"
         elif found["digest"] != data["digest"]:
-            problems.append(f"run {run_id}: its case records do not match its seal")
-    for ns, key, value, stored in cache:
+            problem = "its case records do not match its seal"
+        if problem is not None:
+            problems.append(f"run {run_id}: {problem}")
+            bad_runs.append(run_id)
+    for ns, cache_key, value, stored in cache:
         counts["cache"] += 1
-        if stored is None:
+        found_sum = verdict(stored, (ns, cache_key, value), key)
+        if found_sum == "unverified":
             counts["unverified"] += 1
-        elif stored != checksum(ns, key, value):
-            problems.append(f"cache {ns} {key[:16]}: its value does not match its checksum")
+        elif found_sum != "ok":
+            problem = unsigned_note if found_sum == "unsigned" else "its value does not match its checksum"
+            problems.append(f"cache {shown_text(ns, 40)} {shown_text(cache_key, 16)}: {problem}")
+            bad_cache.append((ns, cache_key))
     for object_id, kind, record, stored in objects:
         counts["objects"] += 1
-        if stored is None:
+        found_sum = verdict(stored, (object_id, kind, record), key)
+        if found_sum == "unverified":
             counts["unverified"] += 1
-        elif stored != checksum(object_id, kind, record):
-            problems.append(f"{kind} {object_id}: its record does not match its checksum")
+        elif found_sum != "ok":
+            problem = unsigned_note if found_sum == "unsigned" else "its record does not match its checksum"
+            problems.append(f"{shown_text(kind, 40)} {shown_text(object_id)}: {problem}")
     return counts, problems
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from attrs import frozen
 
-from oloproof import hookimpl
+from oloproof import hookimpl, store_key
 
 from .cache import CHUNK, Caches
 from .connection import CHECK, Connections
-from .integrity import check_store
+from .integrity import check_store, repair_store
 from .objects import Objects
 from .runs import LocalWriter, Runs
 from .schema import CACHE_KIB, CHECKPOINT_PAGES, COLUMNS, SCHEMA, Tables
@@ -48,6 +48,9 @@ class LocalStore(Connections, Tables, Caches, Runs, Objects):
         self.path = self.root / "store.db"
         self.read_only = False
         self.damaged: dict[str, int] = {}  # cache namespace -> values that failed their checksum
+        self.damaged_runs: list[str] = []  # runs list_runs left out: damaged, or an id oloproof never makes
+        self.key = store_key(project_dir)  # the store key: keyed checksums (docs/stores.md)
+        self._copy: str | None = None  # the private copy a read-only handle reads (see Tables._open_read_only)
         self._db: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._batch = 0
@@ -67,6 +70,10 @@ class LocalStore(Connections, Tables, Caches, Runs, Objects):
     def check(self) -> dict:
         """Verify everything stored (integrity.check_store): the counts, and one line a problem."""
         return check_store(self)
+
+    def repair(self) -> dict:
+        """Remove the damaged cache values and quarantine the damaged runs (integrity.repair_store)."""
+        return repair_store(self)
 
 
 @hookimpl

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from oloproof import checksum
+from oloproof import checksum, verdict
 
 from .keys import stored_key
 
@@ -30,9 +30,10 @@ class Caches:
                                   [ns, *part]).fetchall()
             for key, value, stored in rows:
                 key = asked[key]
-                if stored is None:  # written before checksums: recomputed, as when in doubt
+                found_sum = verdict(stored, (ns, key, value), self.key)
+                if found_sum == "unverified":  # no checksum, or signed with a key we lack: recomputed
                     continue
-                if stored != checksum(ns, key, value):
+                if found_sum != "ok":  # damaged, or (with the store key) not signed with it: forged
                     self.damaged[ns] = self.damaged.get(ns, 0) + 1
                     continue
                 found[key] = json.loads(value)
@@ -42,7 +43,7 @@ class Caches:
         rows = []
         for k, v in items:
             value = _VALUE(v)
-            rows.append((ns, stored_key(k), value, checksum(ns, k, value)))
+            rows.append((ns, stored_key(k), value, checksum(ns, k, value, key=self.key)))
         if rows:
             with self._guard(), self._lock, self._write():
                 self.db.executemany("INSERT OR REPLACE INTO cache (ns, key, value, checksum) VALUES (?, ?, ?, ?)",

@@ -45,7 +45,9 @@ class Connections:
             return
         with self._guard(), self._read_lock:
             if self._reader is None:
-                self._reader = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+                from .schema import connect
+
+                self._reader = connect(self.path, timeout=60)
             yield self._reader
 
     @contextlib.contextmanager

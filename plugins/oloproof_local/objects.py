@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from oloproof import ConfigError, checksum
+from oloproof import ConfigError, checksum, key_needed, unsigned, verdict
 
 
 class Objects:
@@ -15,10 +15,15 @@ class Objects:
         text = json.dumps(record, sort_keys=True)
         with self._guard(), self._lock, self._write():
             self.db.execute("INSERT OR IGNORE INTO objects (id, kind, created, record, checksum) VALUES (?, ?, ?, ?, ?)",
-                            (object_id, kind, time.time(), text, checksum(object_id, kind, text)))
+                            (object_id, kind, time.time(), text, checksum(object_id, kind, text, key=self.key)))
 
     def _object(self, object_id: str, kind: str, record: str, stored: str | None) -> dict:
-        if stored is not None and stored != checksum(object_id, kind, record):
+        found = verdict(stored, (object_id, kind, record), self.key)
+        if found == "unverified" and stored is not None:
+            raise key_needed(f"{kind} {object_id}", self.shown)
+        if found == "unsigned":
+            raise unsigned(f"{kind} {object_id}", self.shown)
+        if found == "damaged":
             raise self._damaged(f"{kind} {object_id}")
         return json.loads(record)
 

@@ -10,15 +10,18 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from oloproof import (
+    QUARANTINED,
     ConfigError,
     OloproofError,
     RunWriter,
     checked_case,
-    checksum,
+    checked_seal,
     damaged_run,
+    keyed,
     process_gone,
     sealed_records,
     this_process,
+    valid_run_id,
     write_run,
 )
 
@@ -36,9 +39,12 @@ class Runs:
             for other, other_host, other_pid in self.db.execute("SELECT run_id, host, pid FROM writers").fetchall():
                 if process_gone(other_host, other_pid):
                     self._remove_unfinished(other)
+            if self.db.execute("SELECT 1 FROM writers WHERE run_id = ?", (run_id,)).fetchone():
+                raise OloproofError(f"run {run_id} is being written by another process", where=self.shown,
+                                    fix="wait for it to finish (or end), then run again")
             self.db.execute("INSERT INTO writers (run_id, started, host, pid) VALUES (?, ?, ?, ?)",
                             (run_id, time.time(), host, pid))
-        return LocalWriter(self, run_id)
+        return LocalWriter(self, run_id, self.key)
 
     def _remove_unfinished(self, run_id: str) -> None:
         """Delete the case rows and the writer of a run that was never finished."""
@@ -55,15 +61,27 @@ class Runs:
         """The one run id that starts with ``prefix`` (``run_`` may be left out); ``latest`` is the
         newest run that is not a diagnosis's child run."""
         if prefix == "latest":
-            for header in reversed(self.list_runs()):
-                if not header.get("parent"):
-                    return header["id"]
+            # the newest run that is not a child run: a damaged older run does not hide it, and a
+            # damaged newest one is an error (never silently an older run)
+            with self._guard(), self._lock:
+                rows = self.db.execute(f"SELECT id, header, summary, {self.seal} FROM runs ORDER BY id DESC").fetchall()
+            for run_id, header, summary, seal in rows:
+                if not valid_run_id(run_id):
+                    continue
+                try:
+                    parent = json.loads(header).get("parent")
+                except (ValueError, AttributeError):
+                    parent = None  # unreadable: checked below, and an error
+                if not parent:
+                    self._seal(run_id, header, summary, seal)
+                    return run_id
             raise ConfigError(f"no run in {self.root.name}/ yet", fix="start one with `oloproof run`")
         if not prefix.startswith("run_"):
             prefix = "run_" + prefix
         with self._guard(), self._lock:
-            ids = [r[0] for r in self.db.execute("SELECT id FROM runs WHERE id >= ? AND id < ? LIMIT 2",
-                                                 (prefix, prefix + "\uffff"))]
+            ids = [r[0] for r in self.db.execute("SELECT id FROM runs WHERE id >= ? AND id < ? ORDER BY id",
+                                                 (prefix, prefix + "\uffff")).fetchmany(50)]
+        ids = [run_id for run_id in ids if valid_run_id(run_id)][:2]
         if not ids:
             raise ConfigError(f"no run {prefix} in {self.root.name}/", fix="list the runs with `oloproof runs`")
         if len(ids) > 1:
@@ -72,24 +90,16 @@ class Runs:
         return ids[0]
 
     def _seal(self, run_id: str, header: str, summary: str, seal: str | None) -> dict | None:
-        """The run's seal, after checking its header and summary against it."""
-        if seal is None:
-            return None  # stored before seals existed
-        try:
-            data = json.loads(seal)
-            intact = data["meta"] == checksum(header, summary)
-        except (ValueError, KeyError, TypeError):
-            intact = False
-        if not intact:
-            raise self._damaged(f"run {run_id}")
-        return data
+        """The run's seal, after checking its header and summary against it (None: stored before
+        seals existed); with the store key, a seal not made with it is refused."""
+        return checked_seal(run_id, header, summary, seal, self.key, self.shown, self._damaged)
 
     def _head(self, run_id: str) -> tuple[str, str, dict | None]:
         """A finished run's header and summary (as stored) and its seal (None: stored before
         seals), checked; ConfigError for no such run (or one not finished)."""
         with self._guard(), self._lock:
             head = self.db.execute(f"SELECT header, summary, {self.seal} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if head is None:
+        if head is None or not valid_run_id(run_id):
             raise ConfigError(f"no run {run_id}", fix="list the runs with `oloproof runs`")
         return head[0], head[1], self._seal(run_id, *head)
 
@@ -107,31 +117,49 @@ class Runs:
                 return self.db.execute("SELECT idx, case_id, record FROM run_cases WHERE run_id = ? AND idx > ? "
                                        "ORDER BY idx LIMIT ?", (run_id, after, size)).fetchall()
 
-        return sealed_records(page, seal, lambda problem: damaged_run(run_id, problem, self.shown))
+        return sealed_records(page, seal, lambda problem: damaged_run(run_id, problem, self.shown), key=self.key)
 
     def run_case(self, run_id: str, case_id: str) -> dict | None:
         """One case record of a finished run by its case id (None when the run has no such case),
         checked against its row's checksum (storage.checked_case)."""
-        self._head(run_id)
+        seal = self._head(run_id)[2]
         with self._guard(), self._lock:
             row = self.db.execute(f"SELECT idx, record, {self.case_sum} FROM run_cases WHERE run_id = ? AND case_id = ? "
                                   "ORDER BY idx LIMIT 1", (run_id, case_id)).fetchone()
-        return checked_case(run_id, case_id, row, lambda: self.run_cases(run_id), self.shown)
+        key = self.key if seal is not None and keyed(seal.get("meta")) else None
+        return checked_case(run_id, case_id, row, lambda: self.run_cases(run_id), self.shown, key)
 
     def list_runs(self) -> list[dict]:
+        """Every finished run's header, in id order; a damaged run (or one whose id oloproof never
+        makes) is left out and its id added to ``damaged_runs``: it never hides the others."""
         with self._guard(), self._lock:
             rows = self.db.execute(f"SELECT id, header, summary, {self.seal} FROM runs ORDER BY id").fetchall()
-        for run_id, header, summary, seal in rows:
-            self._seal(run_id, header, summary, seal)
-        return [json.loads(r[1]) for r in rows]
+        return listed_runs(self, rows)
+
+
+def listed_runs(store: Any, rows: list) -> list[dict]:
+    """``list_runs`` from the rows ``(id, header, summary, seal)``: the intact ones' headers; the
+    ids of the others (an unsigned or key-less run included) in ``store.damaged_runs``."""
+    headers, store.damaged_runs = [], []
+    for run_id, header, summary, seal in rows:
+        if not valid_run_id(run_id):
+            if not str(run_id).startswith(QUARANTINED):
+                store.damaged_runs.append(run_id)
+            continue
+        try:
+            store._seal(run_id, header, summary, seal)
+            headers.append(json.loads(header))
+        except (OloproofError, ValueError):
+            store.damaged_runs.append(run_id)
+    return headers
 
 
 class LocalWriter(RunWriter):
     """A run being written to the local store (``LocalStore.begin_run``): each ``add`` one
     transaction of its own (or a part of the open batch)."""
 
-    def __init__(self, store: Any, run_id: str):
-        super().__init__(run_id)
+    def __init__(self, store: Any, run_id: str, key: bytes | None = None):
+        super().__init__(run_id, key)
         self.store = store
 
     def _insert(self, rows: list) -> None:

@@ -4,9 +4,13 @@ read-only as it is on disk, for the reading commands."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sqlite3
+import tempfile
 import time
+from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, created REAL, header TEXT, summary TEXT);
@@ -23,6 +27,19 @@ CACHE_KIB = 16 * 1024  # the writing connection's page cache (PRAGMA cache_size)
 CHECKPOINT_PAGES = 10_000  # WAL pages between automatic checkpoints (PRAGMA wal_autocheckpoint)
 
 
+def text(value: bytes) -> str:
+    """A TEXT value as read: UTF-8, and a byte that breaks it kept as a surrogate escape, so a
+    damaged row is read (and fails its checksum) instead of stopping the command that reads it."""
+    return value.decode("utf-8", "surrogateescape")
+
+
+def connect(target: str | Path, **kw) -> sqlite3.Connection:
+    """A connection of the store: shared between threads, autocommit, ``text`` for TEXT values."""
+    db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, **kw)
+    db.text_factory = text
+    return db
+
+
 class Tables:
     """Opening the database (a part of ``LocalStore``: its ``root`` and ``path``; read-only, it
     sets the integrity column names ``seal``, ``case_sum``, ``cache_sum``, ``object_sum`` and
@@ -32,7 +49,7 @@ class Tables:
         self.root.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():  # created like any file the user makes: 0666 less the umask
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o666))
-        db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+        db = connect(self.path, timeout=60)
         for attempt in range(600):
             try:
                 db.execute("PRAGMA journal_mode=WAL")
@@ -71,12 +88,11 @@ class Tables:
             return self._open_read_only_empty()
         uri = self.path.resolve().as_uri()
         try:
-            db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, check_same_thread=False,
-                                 isolation_level=None)
+            db = connect(f"{uri}?mode=ro", uri=True, timeout=60)
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError:
-            # a WAL database in a folder we may not write: read it as it is on disk
-            db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False, isolation_level=None)
+            # a WAL database in a folder we may not write (SQLite cannot make its -shm file)
+            db = self._open_unwritable(uri)
         present = {table: {row[1] for row in db.execute(f"PRAGMA table_info({table})")} for table in COLUMNS}
         if not all(present.values()):  # a database without our tables: nothing we know is stored in it
             db.close()
@@ -87,10 +103,42 @@ class Tables:
         self.writers = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'writers'").fetchone() is not None
         return db
 
+    def _open_unwritable(self, uri: str) -> sqlite3.Connection:
+        """A store in a folder this process may not write, without its ``-shm`` file. Its main file
+        alone may be stale: commits still in the ``-wal`` file are not in it, and SQLite's
+        ``immutable`` mode would silently ignore them. So with a ``-wal`` file that holds anything,
+        the database and its WAL are copied to a private folder and read there, WAL included (the
+        copy is removed at exit); without one, the main file is the whole store."""
+        wal = Path(f"{self.path}-wal")
+        try:
+            pending = wal.stat().st_size > 0
+        except FileNotFoundError:
+            pending = False
+        if not pending:
+            return connect(f"{uri}?immutable=1", uri=True)
+        folder = tempfile.mkdtemp(prefix="oloproof-store-")
+        atexit.register(shutil.rmtree, folder, True)
+        self._copy = folder
+        try:
+            copy = Path(folder) / "store.db"
+            shutil.copyfile(self.path, copy)
+            shutil.copyfile(wal, f"{copy}-wal")
+            db = connect(copy, timeout=60)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the WAL into the copy's -shm
+            db.execute("PRAGMA query_only=1")
+        except (OSError, sqlite3.Error) as exc:
+            from oloproof import OloproofError
+
+            raise OloproofError(f"the store's folder cannot be written, its -shm file is missing, and its -wal file "
+                                f"(commits not yet in {self.path.name}) could not be read through a copy: {exc}",
+                                where=self.shown, fix=f"make {self.root.name}/ writable (or restore its -shm file) and "
+                                                      "run again") from None
+        return db
+
     @staticmethod
     def _open_read_only_empty() -> sqlite3.Connection:
         """Nothing stored yet: an empty store in memory, so reading commands find no runs."""
-        db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        db = connect(":memory:")
         db.executescript(SCHEMA)
         for table, column in COLUMNS.items():
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")

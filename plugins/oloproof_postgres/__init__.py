@@ -16,7 +16,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from oloproof import ConfigError, hookimpl
+from oloproof import ConfigError, hookimpl, store_key
 
 from . import connection, schema
 from .cache import CHUNK, Caches
@@ -57,6 +57,8 @@ class PostgresStore(Pool, Caches, Runs, Objects, Check):
         self.shown = connection.describe(self.params, options.schema)
         self.read_only = False
         self.damaged: dict[str, int] = {}
+        self.damaged_runs: list[str] = []  # runs list_runs left out (damaged, or an id oloproof never makes)
+        self.key = store_key(project_dir)  # the store key: keyed checksums (docs/stores.md)
         self._pool = None
         self._open_lock = threading.Lock()
         self._local = threading.local()  # the open batch's connection of this thread

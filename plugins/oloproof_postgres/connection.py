@@ -78,7 +78,9 @@ def problem(exc: Exception, where: str, secrets: list[str]) -> OloproofError:
         return OloproofError("the store was opened read-only", where=where, fix="use a command that writes it")
     if isinstance(exc, errors.InsufficientPrivilege):
         return OloproofError(f"permission denied: {first}", where=where,
-                             fix="grant the dsn's user USAGE on the schema and SELECT, INSERT, UPDATE on its tables")
+                             fix="grant the dsn's user the writer role's rights (docs/stores.md, Roles: USAGE on the "
+                                 "schema, SELECT, INSERT, UPDATE, DELETE on its tables, USAGE on its sequences), "
+                                 "or use a command that only reads")
     if "password authentication failed" in first or "no password supplied" in first:
         return OloproofError(f"could not connect: {first}", where=where,
                              fix="check the dsn's user and password (PGPASSWORD or ~/.pgpass)")

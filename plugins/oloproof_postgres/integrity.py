@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextlib
 
-from oloproof import check_rows
+from oloproof import QUARANTINED, check_rows, shown_text
 
 
 class Check:
     """Verifying everything stored (a part of ``PostgresStore``)."""
 
-    def check(self) -> dict:
+    def check(self, detail: dict | None = None) -> dict:
         """Verify everything stored, in one snapshot, streamed: the counts, one line a problem, and
         the runs begun and not finished (not damage: ``writing`` when their writer's process still
         holds its lock, else removed by the next run begun in the store)."""
@@ -50,11 +50,36 @@ class Check:
                     yield run_id, header, summary, seal, run_rows(run_id)
 
             counts, problems = check_rows(runs(), rows("cache", f"SELECT ns, key, value, checksum FROM {s}.cache"),
-                                          rows("objects", f"SELECT id, kind, record, checksum FROM {s}.objects"))
-        problems += [f"run {run_id}: case records without their run" for run_id in orphans]
+                                          rows("objects", f"SELECT id, kind, record, checksum FROM {s}.objects"),
+                                          key=self.key, detail=detail)
+        problems += [f"run {shown_text(run_id)}: case records without their run" for run_id in orphans]
+        if detail is not None:
+            detail["orphans"] = orphans
         counts["unfinished"] = len(unfinished)
         return {"store": self.shown, "counts": counts, "problems": problems, "unfinished": unfinished}
 
     def _writer_gone(self, conn, run_id: str) -> bool:
         """Whether no process holds the run's writer lock (taken and released in this transaction)."""
         return conn.execute("SELECT pg_try_advisory_xact_lock_shared(%s)", (self._lock_key(run_id),)).fetchone()[0]
+
+    def repair(self) -> dict:
+        """``oloproof store repair``: remove every damaged cache value, quarantine every damaged
+        run (renamed ``quarantined:RUN_ID`` with its case rows) and remove case rows without their
+        run or a writer, in one transaction. Returns what was done."""
+        detail: dict = {}
+        before = self.check(detail)
+        s = self.schema
+
+        def work(conn) -> None:
+            for ns, key in detail.get("cache", []):
+                conn.execute(f"DELETE FROM {s}.cache WHERE ns = %s AND key = %s", (ns, key))
+            for run_id in detail.get("runs", []):
+                conn.execute(f"UPDATE {s}.run_cases SET run_id = %s || run_id WHERE run_id = %s", (QUARANTINED, run_id))
+                conn.execute(f"UPDATE {s}.runs SET id = %s || id WHERE id = %s", (QUARANTINED, run_id))
+            for run_id in detail.get("orphans", []):
+                conn.execute(f"DELETE FROM {s}.run_cases c WHERE run_id = %s AND NOT EXISTS "
+                             f"(SELECT 1 FROM {s}.writers w WHERE w.run_id = c.run_id)", (run_id,))
+
+        self._write(work)
+        return {"store": self.shown, "cache": len(detail.get("cache", [])), "runs": list(detail.get("runs", [])),
+                "orphans": len(detail.get("orphans", [])), "before": before, "after": self.check()}

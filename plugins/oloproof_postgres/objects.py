@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from oloproof import ConfigError, checksum
+from oloproof import ConfigError, checksum, key_needed, unsigned, verdict
 
 
 class Objects:
@@ -16,10 +16,15 @@ class Objects:
         text = json.dumps(record, sort_keys=True)
         self._write(lambda conn: conn.execute(
             f"INSERT INTO {self.schema}.objects (id, kind, created, record, checksum) VALUES (%s, %s, %s, %s, %s) "
-            "ON CONFLICT (id) DO NOTHING", (object_id, kind, time.time(), text, checksum(object_id, kind, text))))
+            "ON CONFLICT (id) DO NOTHING", (object_id, kind, time.time(), text, checksum(object_id, kind, text, key=self.key))))
 
     def _object(self, object_id: str, kind: str, record: str, stored: str) -> dict:
-        if stored != checksum(object_id, kind, record):
+        found = verdict(stored, (object_id, kind, record), self.key)
+        if found == "unverified" and stored is not None:
+            raise key_needed(f"{kind} {object_id}", self.shown)
+        if found == "unsigned":
+            raise unsigned(f"{kind} {object_id}", self.shown)
+        if found == "damaged":
             raise self._damaged(f"{kind} {object_id}")
         return json.loads(record)
 

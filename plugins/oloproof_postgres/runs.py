@@ -12,14 +12,17 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from oloproof import (
+    QUARANTINED,
     ConfigError,
     OloproofError,
     RunWriter,
     checked_case,
+    checked_seal,
     damaged_run,
-    seal_intact,
+    keyed,
     sealed_records,
     this_process,
+    valid_run_id,
     write_run,
 )
 
@@ -41,6 +44,9 @@ class Runs:
             def work(conn) -> None:
                 if conn.execute(f"SELECT 1 FROM {self.schema}.runs WHERE id = %s", (run_id,)).fetchone():
                     raise OloproofError(f"run {run_id} is stored already", where=self.shown, fix="give the run a new id")
+                # this run's own writer row, left by an interrupted attempt (a `store copy` retried):
+                # its lock is ours now, so that writer is gone
+                self._remove_unfinished(conn, run_id)
                 for other, in conn.execute(f"SELECT run_id FROM {self.schema}.writers ORDER BY run_id").fetchall():
                     if conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (self._lock_key(other),)).fetchone()[0]:
                         self._remove_unfinished(conn, other)
@@ -51,7 +57,7 @@ class Runs:
         except BaseException:
             lock.close()
             raise
-        return PostgresWriter(self, run_id, lock)
+        return PostgresWriter(self, run_id, lock, self.key)
 
     def _lock_key(self, run_id: str) -> int:
         """The advisory lock of a run being written (a signed 64-bit key, per schema and run)."""
@@ -73,8 +79,11 @@ class Runs:
         """The one run id that starts with ``prefix`` (``run_`` may be left out); ``latest`` is the
         newest run that is not a diagnosis's child run."""
         if prefix == "latest":
+            # the newest valid run id without a parent; a damaged one is an error, never an older run
             with self._conn() as conn, self._guard():
-                row = conn.execute(f"SELECT id FROM {self.schema}.runs WHERE parent IS NULL ORDER BY id DESC LIMIT 1").fetchone()
+                rows = conn.execute(f"SELECT id FROM {self.schema}.runs WHERE parent IS NULL AND id LIKE 'run\\_%%' "
+                                    "ORDER BY id DESC LIMIT 50").fetchall()
+            row = next((r for r in rows if valid_run_id(r[0])), None)
             if row is None:
                 raise ConfigError(f"no run in {self.shown} yet", fix="start one with `oloproof run`")
             self.get_run(row[0])
@@ -82,8 +91,10 @@ class Runs:
         if not prefix.startswith("run_"):
             prefix = "run_" + prefix
         with self._conn() as conn, self._guard():
-            ids = [r[0] for r in conn.execute(f"SELECT id FROM {self.schema}.runs WHERE id >= %s AND id < %s ORDER BY id LIMIT 2",
+            ids = [r[0] for r in conn.execute(f"SELECT id FROM {self.schema}.runs WHERE id >= %s AND id < %s "
+                                              "ORDER BY id LIMIT 50",
                                               (prefix, prefix + "\uffff"))]
+        ids = [run_id for run_id in ids if valid_run_id(run_id)][:2]
         if not ids:
             raise ConfigError(f"no run {prefix} in {self.shown}", fix="list the runs with `oloproof runs`")
         if len(ids) > 1:
@@ -91,15 +102,14 @@ class Runs:
         return ids[0]
 
     def _seal(self, run_id: str, header: str, summary: str, seal: str) -> dict:
-        data = seal_intact(header, summary, seal)
-        if data is None:
-            raise self._damaged(f"run {run_id}")
-        return data
+        """The run's seal, after checking its header and summary against it; with the store key,
+        a seal not made with it is refused."""
+        return checked_seal(run_id, header, summary, seal, self.key, self.shown, self._damaged)
 
     def get_run(self, run_id: str) -> tuple[dict, dict]:
         with self._conn() as conn, self._guard():
             row = conn.execute(f"SELECT header, summary, seal FROM {self.schema}.runs WHERE id = %s", (run_id,)).fetchone()
-        if row is None:
+        if row is None or not valid_run_id(run_id):
             raise ConfigError(f"no run {run_id}", fix="list the runs with `oloproof runs`")
         self._seal(run_id, *row)
         return json.loads(row[0]), json.loads(row[1])
@@ -108,7 +118,7 @@ class Runs:
         """The finished run's seal, or ConfigError for no such run."""
         with self._conn() as conn, self._guard():
             head = conn.execute(f"SELECT header, summary, seal FROM {self.schema}.runs WHERE id = %s", (run_id,)).fetchone()
-        if head is None:
+        if head is None or not valid_run_id(run_id):
             raise ConfigError(f"no run {run_id}", fix="list the runs with `oloproof runs`")
         return self._seal(run_id, *head)
 
@@ -124,23 +134,40 @@ class Runs:
                 return conn.execute(f"SELECT idx, case_id, record FROM {self.schema}.run_cases WHERE run_id = %s "
                                     "AND idx > %s AND idx <= %s ORDER BY idx", (run_id, after, after + size)).fetchall()
 
-        return sealed_records(page, seal, lambda problem: damaged_run(run_id, problem, self.shown))
+        return sealed_records(page, seal, lambda problem: damaged_run(run_id, problem, self.shown), key=self.key)
 
     def run_case(self, run_id: str, case_id: str) -> dict | None:
         """One case record of a finished run by its case id (None when the run has no such case),
         checked against its row's checksum (storage.checked_case)."""
-        self._head(run_id)
+        seal = self._head(run_id)
         with self._conn() as conn, self._guard():
             row = conn.execute(f"SELECT idx, record, checksum FROM {self.schema}.run_cases WHERE run_id = %s "
                                "AND case_id = %s ORDER BY idx LIMIT 1", (run_id, case_id)).fetchone()
-        return checked_case(run_id, case_id, row, lambda: self.run_cases(run_id), self.shown)
+        key = self.key if keyed(seal.get("meta")) else None
+        return checked_case(run_id, case_id, row, lambda: self.run_cases(run_id), self.shown, key)
 
     def list_runs(self) -> list[dict]:
         with self._conn() as conn, self._guard():
             rows = conn.execute(f"SELECT id, header, summary, seal FROM {self.schema}.runs ORDER BY id").fetchall()
-        for run_id, header, summary, seal in rows:
-            self._seal(run_id, header, summary, seal)
-        return [json.loads(r[1]) for r in rows]
+        return listed_runs(self, rows)
+
+
+def listed_runs(store: Any, rows: list) -> list[dict]:
+    """``list_runs`` from the rows ``(id, header, summary, seal)``: the intact ones' headers; the
+    ids of the others (an unsigned or key-less run included) in ``store.damaged_runs``: one
+    damaged run never hides the others."""
+    headers, store.damaged_runs = [], []
+    for run_id, header, summary, seal in rows:
+        if not valid_run_id(run_id):
+            if not str(run_id).startswith(QUARANTINED):
+                store.damaged_runs.append(run_id)
+            continue
+        try:
+            store._seal(run_id, header, summary, seal)
+            headers.append(json.loads(header))
+        except (OloproofError, ValueError):
+            store.damaged_runs.append(run_id)
+    return headers
 
 
 class PostgresWriter(RunWriter):
@@ -148,8 +175,8 @@ class PostgresWriter(RunWriter):
     transaction of its own (COPY), or a part of the open batch; ``lock`` is the connection that
     holds the run's writer lock until the run is finished or aborted."""
 
-    def __init__(self, store: Any, run_id: str, lock):
-        super().__init__(run_id)
+    def __init__(self, store: Any, run_id: str, lock, key: bytes | None = None):
+        super().__init__(run_id, key)
         self.store, self.lock = store, lock
 
     def _insert(self, rows: list) -> None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from oloproof import OloproofError
+from oloproof import OloproofError, shown_text
 
 # migration n (1-based) takes the schema from version n-1 to n; append, never edit
 MIGRATIONS = [
@@ -41,17 +41,31 @@ VERSION = len(MIGRATIONS)
 UPGRADE = "upgrade oloproof on this machine (pip install -U 'oloproof[postgres]')"
 
 
-def current(conn, schema: str) -> int | None:
+DAMAGED_VERSION = ("the meta table is damaged: restore it from a backup, or set meta.schema_version to the "
+                   "version the tables have")
+
+
+def current(conn, schema: str, where: str = "") -> int | None:
     """The schema version stored in the database, or None when there are no tables."""
     if conn.execute("SELECT to_regclass(%s)", (f'"{schema}".meta',)).fetchone()[0] is None:
         return None
     row = conn.execute(f'SELECT value FROM "{schema}".meta WHERE key = %s', ("schema_version",)).fetchone()
-    return int(row[0]) if row else None
+    if row is None:
+        raise OloproofError("the store's schema version is missing from its meta table", where=where,
+                            fix=DAMAGED_VERSION)
+    try:
+        version = int(row[0])
+    except (TypeError, ValueError):
+        version = -1
+    if version < 0 or str(version) != str(row[0]).strip():
+        raise OloproofError(f"the store's schema version {shown_text(row[0], 20)!r} is not a version number",
+                            where=where, fix=DAMAGED_VERSION)
+    return version
 
 
 def require(conn, schema: str, where: str) -> None:
     """An error with its fix unless the database holds the tables of this version."""
-    found = current(conn, schema)
+    found = current(conn, schema, where)
     if found is None:
         raise OloproofError("the store's tables do not exist in this database", where=where,
                             fix="run `oloproof store init` once (with the same store settings) to create them")
@@ -68,7 +82,7 @@ def migrate(conn, schema: str, where: str, *, create: bool, target: int = VERSIO
     ``create`` allows starting from nothing. Returns the versions before and after."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"oloproof schema {schema}",))
-        found = current(conn, schema)
+        found = current(conn, schema, where)
         if found is None and not create:
             raise OloproofError("the store's tables do not exist in this database", where=where,
                                 fix="run `oloproof store init` to create them")

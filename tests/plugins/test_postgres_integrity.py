@@ -1,0 +1,157 @@
+"""The postgres store against a writer and against faults, on the session's real PostgreSQL: a
+forged judgment found with the store key, the roles docs/stores.md recommends (created from its
+own SQL) running each command, a retried `store copy`, an abort that cannot clean up, a damaged
+schema version."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import case, olo
+from test_postgres import run, store_block, team  # noqa: F401 - the team fixture
+
+from oloproof import OloproofError, checksum, write_run
+
+pytestmark = pytest.mark.usefixtures("pg_server")
+KEY = "k-" + "0123456789abcdef" * 2
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "stores.md"
+
+
+@pytest.fixture
+def echo(project, pg_server, pg_schema):
+    """The echo project on a fresh postgres schema (tables made), its dsn in OLOPROOF_DSN."""
+    with open(project.root / "oloproof.yaml", "a", encoding="utf-8") as f:
+        f.write(store_block(pg_schema))
+    project.env = {"OLOPROOF_DSN": pg_server.url()}
+    project.schema = pg_schema
+    assert project.run("store", "init", env=project.env).code == 0
+    return project
+
+
+def test_with_a_key_a_forged_judgment_is_found_by_check_and_recomputed_by_the_next_run(echo, pg_server):
+    env = {**echo.env, "OLOPROOF_STORE_KEY": KEY}
+    echo.cases([case(0), case(1, ok=False)])
+    first = echo.run("run", env=env)
+    assert first.code == 0 and "50.0%" in first.out, first
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:  # a writer with table rights, no key
+        rows = conn.execute(f"SELECT key, value FROM {echo.schema}.cache WHERE ns = 'judgment'").fetchall()
+        assert rows and all(s.startswith("hmac:") for s, in conn.execute(f"SELECT checksum FROM {echo.schema}.cache"))
+        for key, value in rows:
+            if json.loads(value)["status"] != "pass":
+                text = json.dumps({"status": "pass", "value": 1.0}, sort_keys=True)
+                conn.execute(f"UPDATE {echo.schema}.cache SET value = %s, checksum = %s WHERE ns = 'judgment' AND key = %s",
+                             (text, checksum("judgment", key, text), key))
+    checked = echo.run("store", "check", env=env)
+    assert checked.code == 2 and "not signed with the store key" in checked.out, checked
+    again = echo.run("run", env=env)
+    assert again.code == 0 and "50.0%" in again.out and "recomputed (1 judgment)" in again.err, again
+    assert echo.run("store", "check", env=env).code == 0
+
+
+def test_the_documented_roles_work_as_written(team, pg_server):  # noqa: F811 - the fixture
+    assert run(team, "store", "init").code == 0
+    sql = re.search(r"### Roles.*?```sql\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S).group(1)
+    sql = sql.replace("SCHEMA oloproof ", f"SCHEMA {team.schema} ")
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        for role in ("oloproof_writer", "oloproof_reader"):
+            conn.execute(f"DROP ROLE IF EXISTS {role}_login")
+        conn.execute("DROP OWNED BY oloproof_writer") if conn.execute(
+            "SELECT 1 FROM pg_roles WHERE rolname = 'oloproof_writer'").fetchone() else None
+        for role in ("oloproof_writer", "oloproof_reader"):
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
+        conn.execute(sql)
+        conn.execute("CREATE ROLE oloproof_writer_login LOGIN PASSWORD 'w-secret' IN ROLE oloproof_writer")
+        conn.execute("CREATE ROLE oloproof_reader_login LOGIN PASSWORD 'r-secret' IN ROLE oloproof_reader")
+    base = pg_server.url().split("@", 1)[1]
+    writer = {"OLOPROOF_DSN": f"postgresql://oloproof_writer_login:w-secret@{base}"}
+    reader = {"OLOPROOF_DSN": f"postgresql://oloproof_reader_login:r-secret@{base}"}
+    assert team.run("run", env=writer).code == 3
+    for args in (("run",), ("diagnose", "latest", "--intervention", "gold-context", "--criterion", "answer_correct"),
+                 ("cache", "clear", "stage:generate"), ("store", "repair"), ("store", "check")):
+        done = team.run(*args, env=writer)
+        assert done.code in (0, 3), (args, done)
+    # a run that stops after writing case rows removes them, with DELETE (the role's)
+    from oloproof.testing import SUMMARY, case_records, run_header
+    from oloproof_postgres import Options, PostgresStore
+
+    store = PostgresStore(Options(dsn=writer["OLOPROOF_DSN"], schema=team.schema))
+
+    def stops():
+        yield from case_records(3)
+        raise RuntimeError("stopped")
+
+    with pytest.raises(RuntimeError, match="stopped"):
+        store.save_run(run_header("run_01KIT0000000000000000000R1", 3), stops(), SUMMARY)
+    assert store.check()["unfinished"] == [] and store.check()["problems"] == []
+    store.close()
+    for args in (("runs",), ("inspect", "latest"), ("export", "latest"), ("store", "check"), ("cache",)):
+        done = team.run(*args, env=reader)
+        assert done.code == 0, (args, done)
+    refused = team.run("run", env=reader)
+    assert refused.code == 2 and refused.err.count("\n") == 1 and "permission denied" in refused.err, refused
+
+
+def test_a_retried_store_copy_resumes_after_an_interruption(project, pg_server, pg_schema):
+    from oloproof.testing import case_records
+    from oloproof_postgres import Options, PostgresStore
+
+    project.cases([case(i) for i in range(3)])
+    for _ in range(2):
+        assert project.run("run").code == 0
+    ids = project.runs()
+    target = "{type: postgres, dsn: '${OLOPROOF_DSN}', schema: " + pg_schema + "}"
+    env = {"OLOPROOF_DSN": pg_server.url()}
+    assert project.run("store", "init", "--store", target, env=env).code == 0
+    store = PostgresStore(Options(dsn=pg_server.url(), schema=pg_schema))
+    writer = store.begin_run(ids[0])  # a copy killed while it wrote the first run: rows, a writer row, no lock
+    writer.add(case_records(2))
+    writer.lock.close()
+    store.close()
+    copied = project.run("store", "copy", "--to", target, env=env)
+    assert copied.code == 0 and "Copied 2 runs" in copied.out, copied
+    checked = olo("store", "check", "--store", target, cwd=project.root, env=env)
+    assert checked.code == 0 and "2 runs (6 case records)" in checked.out and "Unfinished" not in checked.out, checked
+
+
+def test_an_abort_that_cannot_clean_up_reports_the_first_error_and_the_next_run_clears(pg_server, pg_schema):
+    from oloproof.testing import SUMMARY, case_records, run_header
+    from oloproof_postgres import Options, PostgresStore
+
+    options = Options(dsn=pg_server.url(), schema=pg_schema)
+    store = PostgresStore(options)
+    store.init()
+
+    def refuse(conn, run_id):
+        raise OloproofError("permission denied for table run_cases")
+
+    def stops():
+        yield from case_records(3)
+        raise ValueError("the first error")
+
+    writer = store.begin_run("run_01KIT0000000000000000000A7")
+    store._remove_unfinished = refuse  # the abort's DELETE fails (a role without it, a lost connection)
+    with pytest.raises(ValueError, match="the first error") as raised:
+        write_run(writer, run_header("run_01KIT0000000000000000000A7", 3), stops(), SUMMARY, size=2)
+    assert "could not be removed: permission denied" in " ".join(getattr(raised.value, "__notes__", []))
+    store.close()
+    other = PostgresStore(options)
+    left = other.check()["unfinished"]
+    assert [(u["run"], u["cases"], u["writing"]) for u in left] == [("run_01KIT0000000000000000000A7", 2, False)]
+    other.save_run(run_header("run_01KIT0000000000000000000A8", 1), case_records(1), SUMMARY)
+    found = other.check()
+    assert found["unfinished"] == [] and found["problems"] == [] and found["counts"]["cases"] == 1
+    other.close()
+
+
+def test_a_damaged_schema_version_is_a_one_line_error(echo, pg_server):
+    echo.cases([case(0)])
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        conn.execute(f"UPDATE {echo.schema}.meta SET value = '3\x1b[31m' WHERE key = 'schema_version'")
+    for args in (("runs",), ("run",), ("store", "migrate")):
+        done = echo.run(*args, env=echo.env)
+        assert done.code == 2 and done.err.count("\n") == 1 and "is not a version number" in done.err, done
+        assert "\x1b" not in done.err
