@@ -29,6 +29,7 @@ from oloproof_core.storage.runs import (
     seal_of, sealed_records, this_process, write_run,
 )
 from oloproof_core.model.identity import canonical, digest
+from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
 from oloproof_core.engine.providers import (
     JsonProvider, JudgeOptions, LLMJudge, Reply, judgment_from_reply, open_provider, retry_after, text_of,
 )
@@ -37,6 +38,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PAGE",
+    "NotStorable",
+    "clean_text",
+    "is_refusal",
+    "storable",
+    "strict_json",
     "acceptable_texts",
     "ArtifactError",
     "AtKEvaluator",

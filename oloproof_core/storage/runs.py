@@ -58,12 +58,42 @@ def row_checksum(idx: int, case_id: str, record: str) -> str:
 
 def case_rows(records: Iterable[dict], start: int) -> list[tuple[int, str, str, str]]:
     """Case records as rows ``(idx, case_id, record text, row checksum)`` numbered from ``start``
-    (the record's key order kept: judgments stay in the suite's evaluator order)."""
+    (the record's key order kept: judgments stay in the suite's evaluator order). A record that
+    cannot be stored as it is (storable_record) is stored as that one case's problem."""
     rows = []
     for idx, record in enumerate(records, start):
-        text = _RECORD(record)
+        try:
+            text = _RECORD(record)
+            if not text.isascii():
+                text.encode("utf-8")  # a lone surrogate would stop the store's insert, not this row
+        except (TypeError, ValueError, RecursionError):
+            record = storable_record(record)
+            text = _RECORD(record)
         rows.append((idx, record["id"], text, row_checksum(idx, record["id"], text)))
     return rows
+
+
+def storable_record(record: dict) -> dict:
+    """A case record the store can keep: what escaping lone surrogates gives (noted in its
+    ``escaped``), else the case with no output and the problem as its missing reason
+    (``unstorable: ...``). Values from outside are made storable before they reach a record
+    (model/untrusted.py); this is the last guard, for a record built some other way."""
+    from oloproof_core.model.untrusted import NotStorable, clean_text, storable
+
+    try:
+        data, escaped = storable(record)
+    except NotStorable as exc:
+        case_id = clean_text(str(record.get("id")))[0]
+        try:
+            case = storable(record.get("case") or {})[0]
+        except NotStorable:
+            case = {}
+        case = {"input": {}, "expected": {}, "metadata": {}, **case, "id": case_id}
+        return {"id": case_id, "case": case, "output": None, "artifacts": {},
+                "missing": f"unstorable: {clean_text(str(exc))[0]}", "judgments": {}}
+    if escaped:
+        data["escaped"] = [*data.get("escaped", ()), *escaped]
+    return data
 
 
 class RunWriter(abc.ABC):
@@ -83,11 +113,39 @@ class RunWriter(abc.ABC):
         try:
             rows = case_rows(records, self.sealer.cases)
             if rows:
-                self._insert(rows)
+                rows = self._insert_rows(rows)
         except BaseException:
             self.state = "broken"  # only abort() is left
             raise
         self.sealer.fold(rows)
+
+    def _insert_rows(self, rows: list[tuple[int, str, str, str]]) -> list[tuple[int, str, str, str]]:
+        """Insert the rows; if the store refuses the batch for what a row holds, each row on its
+        own, a refused one replaced by its case's problem (one bad row costs one case). Returns
+        the rows as stored."""
+        from oloproof_core.storage.cache_writer import row_fault
+
+        try:
+            self._insert(rows)
+            return rows
+        except Exception as exc:
+            if not row_fault(exc):
+                raise
+        stored = []
+        for row in rows:
+            try:
+                self._insert([row])
+            except Exception as exc:
+                if not row_fault(exc):
+                    raise
+                idx, case_id = row[0], ascii(row[1])[1:-1]
+                text = _RECORD({"id": case_id, "case": {"id": case_id, "input": {}, "expected": {}, "metadata": {}},
+                                "output": None,
+                                "artifacts": {}, "missing": f"unstorable: {type(exc).__name__}", "judgments": {}})
+                row = (idx, case_id, text, row_checksum(idx, case_id, text))
+                self._insert([row])
+            stored.append(row)
+        return stored
 
     def finish(self, header: dict, summary: dict) -> None:
         if self.state != "open":
