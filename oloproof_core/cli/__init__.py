@@ -145,9 +145,11 @@ def _dispatch(debug: bool) -> int:
 def usage_line(exc: click.ClickException) -> str:
     """A click usage error as one line: what is wrong and the command's help to read."""
     text = " ".join(exc.format_message().split()).rstrip(".")
-    ctx = getattr(exc, "ctx", None)
-    command = ctx.command_path if ctx is not None else "oloproof"
-    return f"{text}; fix: see `{command} --help`"
+    names, ctx = [], getattr(exc, "ctx", None)
+    while ctx is not None and ctx.parent is not None:  # the subcommands, not how Python was started
+        names.insert(0, ctx.info_name)
+        ctx = ctx.parent
+    return f"{text}; fix: see `{' '.join(['oloproof', *names])} --help`"
 
 
 def main() -> None:
