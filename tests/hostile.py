@@ -48,7 +48,7 @@ def records(project: Project, run: str) -> dict[str, dict]:
     exported = olo_env(project, "export", run)
     assert exported.code == 0, exported
     text = (project.root / ".oloproof" / "bundles" / run / "cases.jsonl").read_text(encoding="utf-8")
-    return {r["id"]: r for r in map(json.loads, text.splitlines())}
+    return {r["id"]: r for r in map(json.loads, text.split("\n")[:-1])}  # JSONL: \n alone ends a line
 
 
 class RawHandler(BaseHTTPRequestHandler):
