@@ -143,3 +143,92 @@ def test_a_service_body_that_is_not_strict_json_is_retried_then_invalid_json(tmp
         assert served.server.attempts[key] == 3, key  # retried, as any 2xx that is not JSON
     assert served.server.attempts["fine"] == 1 and "missing" not in got["fine"]
     assert got["surrogate"]["output"] == {"answer": "ok \\ud800"} and got["surrogate"]["escaped"] == ["$.output.answer"]
+
+
+class Refusing:
+    """A store whose writes refuse any batch holding the value "bad" (as a driver refuses text it
+    cannot encode), and fail whole when ``full`` (a full disk)."""
+
+    def __init__(self):
+        self.kept, self.full = {}, False
+
+    def cache_put_many(self, ns, items):
+        items = list(items)
+        if self.full:
+            raise OSError(28, "No space left on device")
+        if any(v == "bad" for _, v in items):
+            raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+        self.kept.update(items)
+
+
+def test_a_refused_cache_batch_is_written_row_by_row():
+    from oloproof_core.storage.cache_writer import CacheWriter
+
+    store = Refusing()
+    writer = CacheWriter(store, "judgment", delay=0.05)
+    for i in range(10):
+        writer.put(f"k{i}", "bad" if i == 3 else i)
+    writer.close()  # one bad row costs one value, never the batch or the run
+    assert store.kept == {f"k{i}": i for i in range(10) if i != 3} and writer.dropped == 1
+    store.full = True
+    writer = CacheWriter(store, "judgment", delay=0.05)
+    writer.put("k", 1)
+    with pytest.raises(OSError):
+        writer.close()  # the store's own failure is still the run's error
+
+
+def test_a_refused_run_batch_is_written_row_by_row():
+    from oloproof_core.storage.runs import RunWriter
+
+    class Writer(RunWriter):
+        def __init__(self):
+            super().__init__("run_x")
+            self.rows = []
+
+        def _insert(self, rows):
+            if any("bad" in row[2] for row in rows):
+                raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+            self.rows += rows
+
+        def _finish(self, header, summary, seal):
+            self.seal = seal
+
+        def _remove(self):
+            self.rows = []
+
+    writer = Writer()
+    records = [{"id": f"c{i}", "case": {"id": f"c{i}", "input": {}, "expected": {}, "metadata": {}},
+                "output": "bad" if i == 1 else "fine", "artifacts": {}, "judgments": {}} for i in range(3)]
+    writer.add(records)
+    writer.finish({"id": "run_x"}, {})
+    assert [json.loads(r[2]).get("missing") for r in writer.rows] == [None, "unstorable: UnicodeEncodeError", None]
+    assert json.loads(writer.seal)["cases"] == 3
+
+
+@pytest.mark.slow
+def test_a_dataset_column_of_nan_bytes_or_timestamps_is_the_files_located_error(project):
+    datasets = pytest.importorskip("datasets")
+    import datetime
+
+    base = {"id": "c1", "input.q": "answer 1", "expected.answer": "answer 1"}
+    for column, cell, problem in (("input.score", float("nan"), "$.input.score: NaN is not a JSON number"),
+                                  ("input.blob", b"\xff", "$.input.blob: a value of type bytes is not JSON"),
+                                  ("input.when", datetime.datetime(2026, 1, 1),
+                                   "$.input.when: a value of type datetime is not JSON")):
+        folder = project.root / f"hf_{column.split('.')[1]}"
+        datasets.Dataset.from_list([{**base, column: cell}]).save_to_disk(str(folder))
+        project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text().split("cases:")[0]
+                      + f"cases: {{hf: {folder.name}}}\nevaluators:\n"
+                        "  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}\n")
+        result = project.run("run")
+        assert result.code == 2, result
+        assert f"hf:{folder.name} row 0: {problem}" in result.err, result.err
+        assert len(result.err.strip().splitlines()) == 1 and project.runs() == []
+
+
+def test_a_yaml_case_with_a_lone_surrogate_escape_is_the_files_located_error(project):
+    project.write("cases.yaml", '- id: a\n  input: {q: "x\\ud800"}\n')
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text().replace("cases.jsonl", "cases.yaml"))
+    result = project.run("run")
+    assert result.code == 2, result
+    assert "cases.yaml: $[0].input.q: a lone surrogate escape is not text" in result.err, result.err
