@@ -139,6 +139,10 @@ def storable_judgment(judgment: Any) -> Judgment:
     if not isinstance(judgment, Judgment):
         return Judgment.missing(f"invalid_judgment: the evaluator returned a {type(judgment).__name__}, "
                                 "not a Judgment")
+    value = judgment.value
+    if (not judgment.detail and (judgment.reason is None or judgment.reason.isascii())
+            and (value is None or type(value) is float and value - value == 0)):  # the common case: nothing to walk
+        return judgment
     try:
         data, escaped = storable(judgment.to_data(), "$")
         if judgment.value is not None and not isinstance(judgment.value, (int, float)):
