@@ -24,12 +24,14 @@ from oloproof_core.engine.recording import (
 from oloproof_core.engine.fingerprint import project_fingerprint, reach_fingerprint
 from oloproof_core.engine.fingerprint import short as short_fingerprint
 from oloproof_core.hooks.registry import Registry
+from oloproof_core.storage.check import check_rows
 from oloproof_core.storage.runs import (
-    PAGE, QUARANTINED, RunWriter, check_rows, checked_case, checked_seal, checksum, damaged_run, key_needed, keyed,
+    PAGE, QUARANTINED, RunWriter, checked_case, checked_seal, checksum, damaged_run, key_needed, keyed,
     process_gone, row_checksum, seal_intact, seal_of, seal_verdict, sealed_records, shown_text, store_key, this_process,
     unsigned, valid_run_id, verdict, write_run,
 )
 from oloproof_core.model.identity import canonical, digest
+from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
 from oloproof_core.engine.providers import (
     JsonProvider, JudgeOptions, LLMJudge, Reply, judgment_from_reply, open_provider, retry_after, text_of,
 )
@@ -48,6 +50,11 @@ __all__ = [
     "unsigned",
     "valid_run_id",
     "verdict",
+    "NotStorable",
+    "clean_text",
+    "is_refusal",
+    "storable",
+    "strict_json",
     "acceptable_texts",
     "ArtifactError",
     "AtKEvaluator",

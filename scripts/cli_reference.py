@@ -53,7 +53,20 @@ def render() -> str:
              "`compare`, `diagnose`, `view`, `cache`, `store check`) stop with exit 2 and create nothing",
              "where there is neither an `oloproof.yaml` nor a `.oloproof/` store (and no `--config`,",
              "`--store` or `OLOPROOF_STORE`). `latest` names the newest run of the project wherever a run",
-             "id is taken.", ""]
+             "id is taken.", "",
+             "A usage error (an unknown option or command, a missing argument, a value out of range such",
+             "as `view --port 99999`) is one line too, exit 2: `error: No such option '--nope'; fix: see",
+             "...`. **Standard output that cannot be written** (a closed pipe, `oloproof run",
+             "| true`; a full disk, `> /dev/full`; a closed descriptor, `>&-`) exits 2 with one line on",
+             "standard error where that is writable (`error: standard output could not be written: broken",
+             "pipe; ...`), never 0, 1 or 3: nobody saw the verdict, so no verdict is given. What the command",
+             "did stays done (a run is stored; `oloproof runs` lists it). Every line printed shows control",
+             "characters (C0 but tab and line feed, DEL, C1, and the bidirectional controls U+202A-U+202E,",
+             "U+2066-U+2069) as escapes (`\\x1b`, `\\u202e`), whatever a system, a service or a judge returned.",
+             "The files `--junit`, `--json`, `--markdown`, `--report NAME=FILE` and `export --html` name are",
+             "written only if they are absent or regular files: a device, a FIFO, a socket or a directory",
+             "is refused before anything runs (exit 2, one line), and so is `-` (reports are files; print a",
+             "run's JSON document with `oloproof inspect RUN_ID --format json`).", ""]
     lines += describe(cli, ["oloproof"])
     return "\n".join(lines).rstrip() + "\n"
 

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from oloproof_core.model.errors import ExitCode, error_line
+from oloproof_core.model.errors import ExitCode, OutputLost, error_line
 
 # The builtin command plugins, each a module implementing ``oloproof_register_commands``: the group
 # calls a builtin's hook itself when its name is asked for (as pytest registers its own plugins),
@@ -106,14 +106,22 @@ def _on_interrupt() -> None:
 
 
 def _dispatch(debug: bool) -> int:
+    from oloproof_core.cli.streams import guard_stdout, output_lost, say_error
+
+    if not guard_stdout():
+        say_error("error: standard output is closed; fix: run the command with its output going somewhere "
+                  "(a file, a pipe, /dev/null)")
+        return ExitCode.USAGE
     try:
         cli.main(standalone_mode=False)
     except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError):  # click's own answer to EPIPE: exit 1, the FAIL code
+            return output_lost(exc.__context__)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.USAGE)
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
+    except click.ClickException as exc:  # a usage error: one line, as every other error
+        say_error(f"error: {usage_line(exc)}")
         return ExitCode.USAGE
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
@@ -126,10 +134,22 @@ def _dispatch(debug: bool) -> int:
             import traceback
 
             traceback.print_exc()
+        if isinstance(exc, OutputLost):
+            return output_lost(exc)
         line, code = error_line(exc)
-        click.echo(f"error: {line}", err=True)
+        say_error(f"error: {line}")
         return code
     return ExitCode.OK
+
+
+def usage_line(exc: click.ClickException) -> str:
+    """A click usage error as one line: what is wrong and the command's help to read."""
+    text = " ".join(exc.format_message().split()).rstrip(".")
+    names, ctx = [], getattr(exc, "ctx", None)
+    while ctx is not None and ctx.parent is not None:  # the subcommands, not how Python was started
+        names.insert(0, ctx.info_name)
+        ctx = ctx.parent
+    return f"{text}; fix: see `{' '.join(['oloproof', *names])} --help`"
 
 
 def main() -> None:
@@ -151,6 +171,13 @@ def main() -> None:
     # (benchmarks/targets.py). This process is ours: collect less often.
     gc.set_threshold(50_000, 10, 10)
     code = _dispatch(debug)
+    try:  # what is still buffered: a failure here is a lost output too, never exit 120
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (OutputLost, OSError, ValueError) as exc:
+        from oloproof_core.cli.streams import output_lost
+
+        code = output_lost(exc)
     if code == ExitCode.INTERRUPTED:
         # calls still in flight in worker threads (a system, a judge) are abandoned: exiting
         # normally would wait for each of them

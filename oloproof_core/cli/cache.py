@@ -55,7 +55,11 @@ def _size(count: int) -> str:
 def cache_clear(ctx: click.Context, namespaces: tuple[str, ...], everything: bool) -> None:
     """Empty the cache NAMESPACES (execution, judgment, stage:retrieve, stage:generate)."""
     store = Project(ctx.obj.get("config"), ctx.obj.get("store"), existing=True).store
-    known = {ns for ns, _, _ in store.cache_stats()} | set(CACHE_NAMESPACES)
+    if getattr(store, "cache_clear", None) is None:
+        raise OloproofError(f"the store {type(store).__name__} cannot clear its caches",
+                            fix="use a store that implements cache_clear (local, postgres)")
+    stats = getattr(store, "cache_stats", None)  # optional: without it, the builtin namespaces are known
+    known = {ns for ns, _, _ in (stats() if stats is not None else ())} | set(CACHE_NAMESPACES)
     if everything:
         namespaces = tuple(sorted(known))
     if not namespaces:

@@ -8,10 +8,12 @@ import click
 
 
 def echo(lines) -> None:
-    """Print ``lines``; on a terminal, tables fit its width and verdicts are coloured."""
+    """Print ``lines``, control characters escaped (cli/streams.py); on a terminal, tables fit its
+    width and verdicts are coloured."""
+    from oloproof_core.cli.streams import escape_controls
     from oloproof_core.outputs.terminal import shown
 
-    click.echo("\n".join(shown(list(lines))))
+    click.echo("\n".join(shown(escape_controls("\n".join(lines)).split("\n"))))
 
 
 def echo_stream(lines, chunk: int = 1000) -> None:

@@ -25,6 +25,10 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json (or --html FILE)."""
     from oloproof_core.config.files import bundle_folder, write_file
 
+    if html_file is not None:
+        from oloproof_core.config.files import regular_target
+
+        regular_target(html_file, "--html")
     project = Project(config, store_spec, existing=True)
     store = project.reader()
     if html_file is not None:
@@ -56,6 +60,8 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
                     "artifacts": record.get("artifacts", {}), "judgments": record["judgments"]}
             if "missing" in record:
                 line["missing"] = record["missing"]
+            if "escaped" in record:  # where a lone surrogate from outside was escaped
+                line["escaped"] = record["escaped"]
             count += 1
             # allow_nan=False: a bundle is JSON any strict parser reads
             yield json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"

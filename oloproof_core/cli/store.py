@@ -72,7 +72,12 @@ def check(config: str | None, store_spec: str | None) -> None:
     if checker is None:
         raise OloproofError("this store cannot check itself", fix="use the local store")
     found = checker()
-    counts = found["counts"]
+    counts = found.get("counts") if isinstance(found, dict) else None
+    if not isinstance(counts, dict) or not isinstance(found.get("problems"), list):
+        raise OloproofError(f"the store {type(store).__name__}'s check() returned no counts and problems",
+                            fix="fix the store plugin: check() returns {store, counts, problems} (docs/stores.md)")
+    counts = {"runs": 0, "cases": 0, "cache": 0, "objects": 0, "unverified": 0, **counts}
+    found.setdefault("store", getattr(store, "shown", type(store).__name__))
 
     def n(count: int, noun: str) -> str:
         return f"{count} {noun}" + ("" if count == 1 else "s")

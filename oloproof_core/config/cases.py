@@ -220,13 +220,28 @@ def _yaml(path: Path) -> list[Case]:
 
 
 def _check_plain(value: Any, at: str, where: str) -> None:
-    """A YAML value a JSON case could hold: no date, no set, no .nan."""
+    """A YAML value a JSON case could hold: no date, no set, no .nan, no lone surrogate."""
     for spot, item in walk(value, at):
         if isinstance(item, float) and not math.isfinite(item):
             raise ConfigError(f"{spot}: {item} is not a JSON number", where=where, fix="write a finite number")
         if not (item is None or isinstance(item, (str, bool, int, float, dict, list))):
             raise ConfigError(f"{spot}: a YAML {type(item).__name__} is not a JSON value", where=where,
                               fix="quote it, to keep it as text")
+    check_storable(value, at, where, fix="write it as JSON would: text, a finite number, a list or a mapping")
+
+
+def check_storable(value: Any, at: str, where: str, fix: str) -> None:
+    """A case source's value as strictly as a JSONL line (model/untrusted.py): a value no store
+    keeps, or a lone surrogate, is the file's located error, exit 2, before anything runs."""
+    from oloproof_core.model.untrusted import NotStorable, storable
+
+    try:
+        _, escaped = storable(value, at)
+    except NotStorable as exc:
+        raise ConfigError(str(exc), where=where, fix=fix) from None
+    if escaped:
+        raise ConfigError(f"{escaped[0]}: a lone surrogate escape is not text", where=where,
+                          fix="write the character itself, or a complete \\uD8xx\\uDCxx pair")
 
 
 # -- columns: CSV, and a dataset's flat rows ---------------------------------------------------
@@ -361,6 +376,10 @@ def _hf_cases(setting: dict, project_dir: Path, where: str) -> list[Case]:
     def items():
         for i, row in enumerate(data):
             where = f"{label} row {i}"
-            yield where, "$", f"at row {i}", row if nested else columns_to_record(row, where, text=False)
+            record = row if nested else columns_to_record(row, where, text=False)
+            # a dataset's column may hold NaN, bytes (an image), a timestamp: not what a case holds
+            check_storable(record, "$", where, fix="convert the column to text, numbers or lists "
+                                                   "(dataset.map), or drop it (dataset.remove_columns)")
+            yield where, "$", f"at row {i}", record
 
     return _records(items(), label)

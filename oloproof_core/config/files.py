@@ -350,12 +350,38 @@ def bundle_folder(project_dir: Path, run_id: str) -> Path:
     return folder
 
 
+def regular_target(path: str | Path, option: str = "") -> None:
+    """A file a report may be written to: absent, or a regular file (a symbolic link is judged by
+    what it leads to). A device, a FIFO, a socket or a directory is refused (exit 2), and so is
+    ``-``: reports are files; print a run's document with `oloproof inspect RUN --format json`."""
+    import stat
+
+    where = option or str(path)
+    if str(path) == "-":
+        raise OloproofError("a report is written to a file, not to standard output (-)", where=where,
+                            fix="name a file, or print the document with `oloproof inspect RUN_ID --format json`")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OloproofError(f"{path}: cannot use it: {exc.strerror or exc}", where=option or None,
+                            fix="name a regular file") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file")
+        raise OloproofError(f"{path} is {kind}; a report is written only to a regular file",
+                            where=option or None, fix="name a new file or a regular one")
+
+
 def write_file(folder: Path, name: str, chunks: Iterable[str]) -> None:
     """Write ``folder/name`` whole or not at all (a temporary file renamed over it, which replaces a
     symbolic link rather than following it), with mode 0666 less the umask like any file the user
     makes."""
     import tempfile
 
+    regular_target(folder / name)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}-")
     try:
         umask = os.umask(0)

@@ -10,6 +10,7 @@ from oloproof_core.engine.suite import Suite
 from oloproof_core.model.errors import EvaluationError
 from oloproof_core.model.identity import combine, digest
 from oloproof_core.model.records import Case, Execution, Judgment
+from oloproof_core.model.untrusted import NotStorable, clean_text, storable
 from oloproof_core.storage.cache_writer import CacheWriter
 
 def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
@@ -67,11 +68,12 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     def evaluate(item: tuple[int, Any, str]) -> Judgment:
         i, spec, _ = item
         try:
-            return spec.evaluator.evaluate(*pairs[i])
+            judgment = spec.evaluator.evaluate(*pairs[i])
         except EvaluationError as exc:  # an expected per-case failure: missing with its reason
-            return Judgment.missing(str(exc))
+            judgment = Judgment.missing(str(exc))
         except Exception as exc:  # noqa: BLE001 - an evaluator failing on one case: that judgment is missing
-            return Judgment.missing(f"evaluator_error: {type(exc).__name__}: {exc}")
+            judgment = Judgment.missing(f"evaluator_error: {type(exc).__name__}: {exc}")
+        return storable_judgment(judgment)
 
     # In-process evaluators run here; those that wait on a service (LLM judges declare
     # `concurrent = True`) run `concurrency` at a time.
@@ -127,6 +129,31 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     if usage:
         figures["usage"] = usage
     return judgments, figures, interrupted
+
+
+def storable_judgment(judgment: Any) -> Judgment:
+    """The one boundary of what an evaluator returns (a judge's reply, its rationale, an error):
+    a lone surrogate escaped and noted in ``detail["escaped"]``; a value no store keeps (a NaN
+    score, a set in the detail, nesting past the bound) the judgment's missing reason
+    (``invalid_judgment: ...``), never the run's error (model/untrusted.py)."""
+    if not isinstance(judgment, Judgment):
+        return Judgment.missing(f"invalid_judgment: the evaluator returned a {type(judgment).__name__}, "
+                                "not a Judgment")
+    value = judgment.value
+    if (not judgment.detail and (judgment.reason is None or judgment.reason.isascii())
+            and (value is None or type(value) is float and value - value == 0)):  # the common case: nothing to walk
+        return judgment
+    try:
+        data, escaped = storable(judgment.to_data(), "$")
+        if judgment.value is not None and not isinstance(judgment.value, (int, float)):
+            raise NotStorable("$.value", f"a {type(judgment.value).__name__} is not a number")
+    except NotStorable as exc:
+        return Judgment.missing(f"invalid_judgment: {clean_text(str(exc))[0]}")
+    if not escaped:
+        return judgment
+    detail = dict(data.get("detail", {}))
+    detail["escaped"] = escaped
+    return Judgment(status=data["status"], value=data.get("value"), reason=data.get("reason"), detail=detail)
 
 
 def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict,

@@ -11,12 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from oloproof_core.hooks.manager import Plugins
 from oloproof_core.model.errors import ArtifactError, CaseMissing, ConfigError
-from oloproof_core.model.identity import canonical
 from oloproof_core.model.records import Case, Execution
+from oloproof_core.model.untrusted import NotStorable, clean_text, storable
 from oloproof_core.engine.recording import Recorder, call_with_recorder
 
 def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugins: Plugins,
@@ -40,15 +41,23 @@ def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugi
     return Execution(output=output, artifacts={k: tuple(v) for k, v in artifacts.items()}, seconds=seconds)
 
 
-def _json_safe(output: Any, case: Case) -> Any:
-    if output is None or type(output) in (str, int, bool):  # JSON whatever the value: nothing to check
-        return output
-    try:  # serialised once: NaN and Infinity are not JSON a strict parser reads
-        canonical(output, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ArtifactError(f"case {case.id!r}: the system returned a value that is not JSON: {exc}",
-                            fix="return dicts, lists, strings, numbers, booleans or None") from None
-    return output
+def storable_execution(execution: Execution, escaped: list[str]) -> Execution:
+    """An execution whose output is already storable (:func:`storable`), its artifacts and missing
+    reason made so too: a lone surrogate escaped and noted, anything no store keeps the case's
+    missing reason (``invalid_output: PATH: PROBLEM``), never the run's error."""
+    noted = list(escaped)
+    if execution.missing is not None:
+        reason, was = clean_text(execution.missing)
+        return attrs.evolve(execution, missing=reason, escaped=("$.missing",) if was else ())
+    if execution.artifacts:
+        try:
+            artifacts, more = storable({k: list(v) for k, v in execution.artifacts.items()}, "$.artifacts")
+        except NotStorable as exc:
+            return Execution(missing=f"invalid_output: {clean_text(str(exc))[0]}", seconds=execution.seconds)
+        if more:
+            noted += more
+            execution = attrs.evolve(execution, artifacts={k: tuple(v) for k, v in artifacts.items()})
+    return attrs.evolve(execution, escaped=tuple(noted)) if noted else execution
 
 
 class CaseWork:
@@ -80,8 +89,13 @@ class CaseWork:
             total[1] += misses
 
     def _finish(self, case: Case, output: Any, recorder: Recorder, start: float) -> Execution:
-        return to_execution(_json_safe(output, case), recorder, case, self.system, self.plugins,
-                            time.perf_counter() - start)
+        try:  # the one boundary of what a system returns (model/untrusted.py)
+            output, escaped = storable(output, "$.output")
+        except NotStorable as exc:
+            return Execution(missing=f"invalid_output: {clean_text(str(exc))[0]}",
+                             seconds=time.perf_counter() - start)
+        return storable_execution(to_execution(output, recorder, case, self.system, self.plugins,
+                                               time.perf_counter() - start), escaped)
 
     def _failed(self, case: Case, exc: Exception, start: float, locate: bool = True) -> Execution:
         """A system's exception: the case's missing reason, or (a malformed artifact, a config
@@ -90,8 +104,11 @@ class CaseWork:
             raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
         if isinstance(exc, (ArtifactError, ConfigError)):
             raise exc
-        reason = exc.reason if isinstance(exc, CaseMissing) else f"error: {type(exc).__name__}: {exc}"
-        return Execution(missing=reason, seconds=time.perf_counter() - start)
+        try:
+            reason = exc.reason if isinstance(exc, CaseMissing) else f"error: {type(exc).__name__}: {exc}"
+        except Exception as failed:  # noqa: BLE001 - an exception whose own __str__ fails
+            reason = f"error: {type(exc).__name__} (its message could not be read: {type(failed).__name__})"
+        return storable_execution(Execution(missing=str(reason), seconds=time.perf_counter() - start), [])
 
     def execute(self, case: Case) -> Execution:
         start = time.perf_counter()

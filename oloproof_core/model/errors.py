@@ -30,6 +30,11 @@ class OloproofError(Exception):
         return f"{text}; fix: {self.fix}" if self.fix else text
 
 
+class OutputLost(OloproofError):
+    """Standard output could not be written (a closed pipe, a full disk): whatever the command
+    decided, nobody saw it, so it exits 2, never a gate's code (docs/cli.md)."""
+
+
 class ConfigError(OloproofError):
     """The user's configuration, case file or command line is wrong.
 

@@ -51,17 +51,21 @@ class Execution:
     missing: str | None = None
     seconds: float = 0.0
     stages: Mapping[str, str] = field(factory=dict)  # stage name -> "hit" | "miss", for staged systems
+    escaped: tuple[str, ...] = ()  # JSON paths whose lone surrogates were escaped (model/untrusted.py)
 
     def to_data(self) -> dict:
         data: dict = {"output": self.output, "artifacts": {k: list(v) for k, v in self.artifacts.items()}}
         if self.missing is not None:
             data["missing"] = self.missing
+        if self.escaped:
+            data["escaped"] = list(self.escaped)
         return data
 
     @classmethod
     def from_data(cls, data: Mapping) -> Execution:
         artifacts = {k: tuple(v) for k, v in data.get("artifacts", {}).items()}
-        return cls(output=data.get("output"), artifacts=artifacts, missing=data.get("missing"))
+        return cls(output=data.get("output"), artifacts=artifacts, missing=data.get("missing"),
+                   escaped=tuple(data.get("escaped", ())))
 
 
 Status = Literal["pass", "fail", "score", "excluded", "missing"]

@@ -40,7 +40,11 @@ def to_json_chunks(view: Mapping[str, Any], key: str, items: Iterable[Any]) -> I
 
 
 def write_text(path: str, text: str | Iterable[str]) -> None:
-    """Write ``text``, or its pieces one after another, creating the file's folder."""
+    """Write ``text``, or its pieces one after another, creating the file's folder; only to a
+    regular file (config/files.py: a device or a FIFO is refused)."""
+    from oloproof_core.config.files import regular_target
+
+    regular_target(path)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("w", encoding="utf-8") as handle:

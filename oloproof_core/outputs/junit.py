@@ -12,6 +12,7 @@ is an error. ``cases=True`` adds a suite with one test case a case x criterion.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -124,9 +125,25 @@ def render_junit(view: Mapping[str, Any], records: Iterable[Mapping[str, Any]] |
     return "".join(junit_chunks(view, records))
 
 
+# what XML 1.0 forbids in a document (C0 but tab, LF and CR; lone surrogates; U+FFFE, U+FFFF):
+# ElementTree writes them as they are, and a reader then refuses the whole file
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with every character XML 1.0 forbids shown as its escape (``\\x1b``), as text."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
+
+
 def junit_chunks(view: Mapping[str, Any], records: Iterable[Mapping[str, Any]] | None = None) -> Iterator[str]:
-    """:func:`render_junit` in pieces: ``records`` stream past once, their test cases are spooled,
-    and the document is written around them (its head carries their counts)."""
+    """:func:`render_junit` in pieces, each :func:`xml_safe` (a message may hold a colour code)."""
+    return (xml_safe(chunk) for chunk in _chunks(view, records))
+
+
+def _chunks(view: Mapping[str, Any], records: Iterable[Mapping[str, Any]] | None = None) -> Iterator[str]:
+    """``records`` stream past once, their test cases are spooled, and the document is written
+    around them (its head carries their counts)."""
     if view["format"] == RUN_FORMAT:
         name, timestamp = f"oloproof run {view['run']['id']}", view["run"]["created"]
     else:

@@ -4,6 +4,8 @@ verdict."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,8 +42,24 @@ def _rules(view: Mapping[str, Any]) -> list[str]:
     return ["", *_table(["rule", "metric", "rule kind", "verdict", "reason"], rows)]
 
 
+# control characters (C0 but tab and line feed, DEL, C1) and the bidirectional controls: a step
+# summary is a web page, where they do nothing good
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def markdown_safe(text: str) -> str:
+    """``text`` as GitHub renders it harmlessly: HTML escaped (``<script>`` is shown, not run),
+    control characters stripped. The summary's own markup uses none of ``&<>``."""
+    return html.escape(_CONTROLS.sub("", text), quote=False)
+
+
 def render_markdown(view: Mapping[str, Any]) -> str:
-    """The summary as Markdown text, ending with a newline."""
+    """The summary as Markdown text, ending with a newline; whatever a run holds is
+    :func:`markdown_safe`."""
+    return markdown_safe(_render(view))
+
+
+def _render(view: Mapping[str, Any]) -> str:
     if view["format"] == RUN_FORMAT:
         run = view["run"]
         chosen = run.get("selection")

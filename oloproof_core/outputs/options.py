@@ -44,4 +44,9 @@ def wanted_reports(junit: str | None, junit_cases: bool, json_file: str | None, 
         if not sep or not name or not target:
             raise click.UsageError(f"--report {spec!r}: expected NAME=TARGET, e.g. --report junit=results.xml")
         wanted.append((name, target, True))
+    from oloproof_core.config.files import regular_target
+
+    for name, target, _ in wanted:  # refused before any work: a device or a FIFO is never a report
+        if target:
+            regular_target(target, f"--report {name}" if name not in ("junit", "json", "markdown") else f"--{name}")
     return wanted

@@ -14,17 +14,33 @@ from typing import Any
 DELAY = 0.1  # seconds a finished value may wait for the next commit (plus the commit's own time)
 
 
+def row_fault(exc: BaseException) -> bool:
+    """Whether a store refused a write for what a row holds (text it cannot encode, a value it
+    cannot serialise), not for what the store is (full, read-only, gone)."""
+    seen: BaseException | None = exc
+    for _ in range(4):  # a store may wrap the driver's error in its own (its cause or context)
+        if seen is None:
+            return False
+        if isinstance(seen, (ValueError, TypeError, RecursionError)) or type(seen).__name__ == "DataError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class CacheWriter:
     """Collects ``(key, value)`` pairs of one cache namespace and commits them in the background.
 
     A failure to write (a full disk, a read-only store) is raised by the next :meth:`put` or by
-    :meth:`close`, never lost in the thread.
+    :meth:`close`, never lost in the thread. A batch the store refuses is written again row by
+    row, so a row it cannot keep costs that one value (counted in :attr:`dropped`: it is simply not
+    cached, and the next run makes it again), never the batch, the run, or a paid judgment.
     """
 
     def __init__(self, store: Any, namespace: str, delay: float = DELAY):
         self.store, self.namespace, self.delay = store, namespace, delay
         self.items: list[tuple[str, Any]] = []
         self.written = 0
+        self.dropped = 0  # values the store refused one by one (row_fault): not cached
         self.error: BaseException | None = None
         self.closing = False
         self.ready = threading.Condition()
@@ -52,6 +68,28 @@ class CacheWriter:
         error, self.error = self.error, None
         raise error
 
+    def _write(self, batch: list[tuple[str, Any]]) -> None:
+        """One commit of the batch; if the store refuses it, each row on its own (row_fault)."""
+        try:
+            self.store.cache_put_many(self.namespace, batch)
+            self.written += len(batch)
+            return
+        except Exception as exc:  # noqa: BLE001 - sorted below: a row's fault or the store's
+            first = exc
+        if len(batch) == 1 and not row_fault(first):
+            raise first
+        written, refused = 0, []
+        for item in batch:
+            try:
+                self.store.cache_put_many(self.namespace, [item])
+                written += 1
+            except Exception as exc:  # noqa: BLE001 - one row: its own fault if the others went in
+                refused.append(exc)
+        if refused and not written and not all(row_fault(exc) for exc in refused):
+            raise first  # every row failed, not for what it holds: the store's fault (a full disk)
+        self.written += written
+        self.dropped += len(refused)
+
     def _loop(self) -> None:
         while True:
             with self.ready:
@@ -63,8 +101,7 @@ class CacheWriter:
                 closing = self.closing
             if batch and self.error is None:
                 try:
-                    self.store.cache_put_many(self.namespace, batch)
-                    self.written += len(batch)
+                    self._write(batch)
                 except BaseException as exc:  # noqa: BLE001 - handed to the run's thread, raised there
                     self.error = exc
             if closing:

@@ -77,12 +77,42 @@ def row_checksum(idx: int, case_id: str, record: str, key: bytes | None = None) 
 
 def case_rows(records: Iterable[dict], start: int, key: bytes | None = None) -> list[tuple[int, str, str, str]]:
     """Case records as rows ``(idx, case_id, record text, row checksum)`` numbered from ``start``
-    (the record's key order kept: judgments stay in the suite's evaluator order)."""
+    (the record's key order kept: judgments stay in the suite's evaluator order). A record that
+    cannot be stored as it is (storable_record) is stored as that one case's problem."""
     rows = []
     for idx, record in enumerate(records, start):
-        text = _RECORD(record)
+        try:
+            text = _RECORD(record)
+            if not text.isascii():
+                text.encode("utf-8")  # a lone surrogate would stop the store's insert, not this row
+        except (TypeError, ValueError, RecursionError):
+            record = storable_record(record)
+            text = _RECORD(record)
         rows.append((idx, record["id"], text, row_checksum(idx, record["id"], text, key)))
     return rows
+
+
+def storable_record(record: dict) -> dict:
+    """A case record the store can keep: what escaping lone surrogates gives (noted in its
+    ``escaped``), else the case with no output and the problem as its missing reason
+    (``unstorable: ...``). Values from outside are made storable before they reach a record
+    (model/untrusted.py); this is the last guard, for a record built some other way."""
+    from oloproof_core.model.untrusted import NotStorable, clean_text, storable
+
+    try:
+        data, escaped = storable(record)
+    except NotStorable as exc:
+        case_id = clean_text(str(record.get("id")))[0]
+        try:
+            case = storable(record.get("case") or {})[0]
+        except NotStorable:
+            case = {}
+        case = {"input": {}, "expected": {}, "metadata": {}, **case, "id": case_id}
+        return {"id": case_id, "case": case, "output": None, "artifacts": {},
+                "missing": f"unstorable: {clean_text(str(exc))[0]}", "judgments": {}}
+    if escaped:
+        data["escaped"] = [*data.get("escaped", ()), *escaped]
+    return data
 
 
 class RunWriter(abc.ABC):
@@ -102,11 +132,39 @@ class RunWriter(abc.ABC):
         try:
             rows = case_rows(records, self.sealer.cases, self.key)
             if rows:
-                self._insert(rows)
+                rows = self._insert_rows(rows)
         except BaseException:
             self.state = "broken"  # only abort() is left
             raise
         self.sealer.fold(rows)
+
+    def _insert_rows(self, rows: list[tuple[int, str, str, str]]) -> list[tuple[int, str, str, str]]:
+        """Insert the rows; if the store refuses the batch for what a row holds, each row on its
+        own, a refused one replaced by its case's problem (one bad row costs one case). Returns
+        the rows as stored."""
+        from oloproof_core.storage.cache_writer import row_fault
+
+        try:
+            self._insert(rows)
+            return rows
+        except Exception as exc:
+            if not row_fault(exc):
+                raise
+        stored = []
+        for row in rows:
+            try:
+                self._insert([row])
+            except Exception as exc:
+                if not row_fault(exc):
+                    raise
+                idx, case_id = row[0], ascii(row[1])[1:-1]
+                text = _RECORD({"id": case_id, "case": {"id": case_id, "input": {}, "expected": {}, "metadata": {}},
+                                "output": None,
+                                "artifacts": {}, "missing": f"unstorable: {type(exc).__name__}", "judgments": {}})
+                row = (idx, case_id, text, row_checksum(idx, case_id, text))
+                self._insert([row])
+            stored.append(row)
+        return stored
 
     def finish(self, header: dict, summary: dict) -> None:
         if self.state != "open":
@@ -291,72 +349,6 @@ def checked_seal(run_id: str, header: str, summary: str, seal: str | None, key: 
     if found == "unsigned":
         raise unsigned(f"run {run_id}", where)
     raise damaged(f"run {run_id}")
-
-
-def check_rows(runs: Iterable[tuple[str, str, str, str | None, Iterable]], cache: Iterable[tuple[str, str, str, str | None]],
-               objects: Iterable[tuple[str, str, str, str | None]], key: bytes | None = None,
-               detail: dict | None = None) -> tuple[dict, list[str]]:
-    """Verify a store from its rows: each run ``(id, header, summary, seal, case rows)`` against
-    its seal (its case rows ``(idx, case_id, record)`` any iterable, read once in case order), each
-    cache value ``(ns, key, value, checksum)`` and object ``(id, kind, record, checksum)`` against
-    its checksum (with the store ``key``: its HMAC; a plain checksum is then a problem, ``not signed``).
-    Returns the counts and the problems, one line each. ``detail``, when given, receives what
-    ``store repair`` needs: ``runs`` (the damaged run ids) and ``cache`` (``(ns, key)`` of the
-    damaged values). A run whose id is not one oloproof makes is a problem; one ``store repair``
-    quarantined is counted in ``quarantined``, not checked."""
-    problems: list[str] = []
-    counts = {"runs": 0, "cases": 0, "cache": 0, "objects": 0, "unverified": 0, "quarantined": 0}
-    bad_runs: list = [] if detail is None else detail.setdefault("runs", [])
-    bad_cache: list = [] if detail is None else detail.setdefault("cache", [])
-    unsigned_note = "it is not signed with the store key"
-    for run_id, header, summary, seal, rows in runs:
-        if isinstance(run_id, str) and run_id.startswith(QUARANTINED):
-            counts["quarantined"] += 1
-            for _ in rows:  # read once, as promised
-                pass
-            continue
-        counts["runs"] += 1
-        if not valid_run_id(run_id):
-            problems.append(f"run {shown_text(run_id)}: its id is not a run id oloproof makes")
-            bad_runs.append(run_id)
-            counts["cases"] += sum(1 for _ in rows)
-            continue
-        found_meta, data = seal_verdict(header, summary, seal, key, run_id)
-        found = seal_of("", "", rows, key if found_meta == "ok" and keyed(data["meta"]) else None)  # one pass
-        counts["cases"] += found["cases"]
-        if found_meta == "unverified":
-            counts["unverified"] += 1
-            continue
-        problem = None
-        if found_meta == "unsigned":
-            problem = unsigned_note
-        elif data is None:
-            problem = "its header or summary does not match its seal"
-        elif found["cases"] != data["cases"]:
-            problem = f"{found['cases']} case records, {data['cases']} stored"
-        elif found["digest"] != data["digest"]:
-            problem = "its case records do not match its seal"
-        if problem is not None:
-            problems.append(f"run {run_id}: {problem}")
-            bad_runs.append(run_id)
-    for ns, cache_key, value, stored in cache:
-        counts["cache"] += 1
-        found_sum = verdict(stored, (ns, cache_key, value), key)
-        if found_sum == "unverified":
-            counts["unverified"] += 1
-        elif found_sum != "ok":
-            problem = unsigned_note if found_sum == "unsigned" else "its value does not match its checksum"
-            problems.append(f"cache {shown_text(ns, 40)} {shown_text(cache_key, 16)}: {problem}")
-            bad_cache.append((ns, cache_key))
-    for object_id, kind, record, stored in objects:
-        counts["objects"] += 1
-        found_sum = verdict(stored, (object_id, kind, record), key)
-        if found_sum == "unverified":
-            counts["unverified"] += 1
-        elif found_sum != "ok":
-            problem = unsigned_note if found_sum == "unsigned" else "its record does not match its checksum"
-            problems.append(f"{shown_text(kind, 40)} {shown_text(object_id)}: {problem}")
-    return counts, problems
 
 
 def store_spec(text: str, stores: Any, where: str) -> tuple[str, dict]:

@@ -12,7 +12,8 @@ from oloproof_core.workflows.project import Project
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
-@click.option("--port", default=8765, show_default=True, type=int, help="The port (0 picks a free one).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="The port, 0 to 65535 (0 picks a free one).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a web browser.")
 @config_option
 @store_option

@@ -21,7 +21,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from oloproof import ArtifactError, CaseMissing, ConfigError, digest, hookimpl, retry_after
+from oloproof import ArtifactError, CaseMissing, ConfigError, digest, hookimpl, is_refusal, retry_after, strict_json
 
 ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -223,10 +223,10 @@ class HttpSystem:
                 problem = failure(exc)
             else:
                 if 200 <= status < 300:
-                    try:
-                        return json.loads(body)
-                    except ValueError:  # json.JSONDecodeError and UnicodeDecodeError alike
-                        problem = "invalid_json"
+                    try:  # strictly: no NaN, no number past a float, no duplicate key, bounded depth
+                        return strict_json(body)
+                    except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError alike
+                        problem = f"invalid_json: {exc}" if is_refusal(exc) else "invalid_json"
                 elif status in (408, 429) or status >= 500:
                     problem = f"http_error: {status}"
                     wait = retry_after(headers)
