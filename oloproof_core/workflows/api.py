@@ -24,7 +24,8 @@ def run(config: str | Path = "oloproof.yaml", *, no_cache: bool = False, refresh
         ``high``, ``observed``, ``missing``, ``excluded`` and the printed ``cells``), ``tally`` (the
         counts the report prints: cases without an output and why, reasons of missing and excluded
         judgments; the case records themselves are in the store, as runs stream),
-        ``header`` (with ``selection`` for a subset) and ``caches``. Nothing is printed; a config
+        ``header`` (with ``selection`` for a subset) and ``caches``. Nothing is printed (but the
+        one-line warning of a re-ordered sequential run, on standard error); a config
         error raises :class:`~oloproof.ConfigError`, as the CLI's exit 2. ``trials`` is
         ``--trials``: ``tally.trials`` then holds each case's trial judgments, and ``units`` the
         instability and cluster figures.

@@ -78,6 +78,28 @@ def test_a_floor_over_single_case_units_is_clopper_pearson():
     assert (metric.summarize(units, 0.95).low, metric.summarize(units, 0.95).high) != clopper_pearson(32, 40, 0.95)
 
 
+def test_the_case_weighted_interval_is_the_documented_construction():
+    """Against a plain loop over the clusters and scipy's brentq (test_trials.case_weighted_reference);
+    with equal sizes it is the betting interval of the cluster means, with single cases of the cases."""
+    import numpy as np
+    from test_trials import case_weighted_reference
+
+    from oloproof_core.statistics.intervals import betting_interval
+    from oloproof_core.statistics.weighted import case_weighted_interval
+
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        sizes = [int(n) for n in rng.integers(1, 7, size=int(rng.integers(3, 15)))]
+        sums = [float(rng.binomial(n, rng.uniform(0.2, 0.95))) for n in sizes]
+        got, reference = case_weighted_interval(sums, sizes), case_weighted_reference(sums, sizes)
+        assert abs(got[0] - reference[0]) < 1e-9 and abs(got[1] - reference[1]) < 1e-9, (sums, sizes)
+    means = [1.0, 0.75, 0.5, 1.0, 0.25]
+    got = case_weighted_interval([4 * m for m in means], [4] * 5)
+    assert np.allclose(got, betting_interval(means), atol=1e-9)
+    got = case_weighted_interval([0.3, 1.0, 0.0, 0.9], [1, 1, 1, 1])
+    assert np.allclose(got, betting_interval([0.3, 1.0, 0.0, 0.9]), atol=1e-9)
+
+
 # -- the command line ----------------------------------------------------------------------------
 
 TRIAL_APP = '''
@@ -165,3 +187,15 @@ def test_run_and_compare_floor_agree_on_a_sequential_run(project):
     run_verdict, compare_verdict, ran, compared = verdicts(project, "--until-decided", "--batch", "40")
     assert "Sequential:" in ran.out, ran
     assert compare_verdict == run_verdict, (ran, compared)
+
+
+def test_single_case_clusters_print_the_exact_interval(project):
+    # 19 of 40 cases, each its own cluster: Clopper-Pearson [31.5%, 63.9%], not betting's [24.4%, 71.3%]
+    project.cases([case(i, ok=i < 19) for i in range(40)])
+    project.write("oloproof.yaml", CONFIG + "cluster: id\n")
+    ran = project.run("run")
+    assert ran.code == 0, ran
+    row = next(line for line in ran.out.splitlines() if line.startswith("│ answer_correct "))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[1:] == ["47.5%", "[31.5%, 63.9%]", "mean of 40 cluster means (40 cases) · 0 clusters missing · "
+                                                     "0 excluded"], ran
