@@ -69,6 +69,23 @@ def run_units(judgments: Sequence[Judgment], clusters: Sequence[str | None] | No
     return group(list(judgments), list(clusters))
 
 
+def case_counts(judgments: Sequence[Judgment], missing: int) -> tuple[int, int]:
+    """The failed and the missing *cases* among ``judgments`` (an observed_count rule counts cases,
+    whatever the unit: a cluster made by ``units.group`` records its failed and missing cases)."""
+    if isinstance(judgments, Column):
+        return judgments.failures, missing
+    failures = missing = 0
+    for j in judgments:
+        if j.detail and "failures" in j.detail:  # a cluster
+            failures += int(j.detail["failures"])
+            missing += int(j.detail.get("missing_cases", 0))
+        elif j.status == "fail":
+            failures += 1
+        elif j.status == "missing":
+            missing += 1
+    return failures, missing
+
+
 def decide_threshold(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confidence: float) -> Decision:
     """One rule on one criterion's units (:func:`run_units`), with ``metric`` (:func:`run_metrics`).
 
@@ -80,8 +97,7 @@ def decide_threshold(rule: Rule, judgments: Sequence[Judgment], metric: Metric, 
     values, missing, _ = tally(judgments)
     make = lambda verdict, reason: Decision(rule=rule.id, metric=rule.metric, verdict=verdict, reason=reason)  # noqa: E731
     if rule.kind == "observed_count":
-        failures = judgments.failures if isinstance(judgments, Column) else \
-            sum(1 for j in judgments if j.status == "fail")
+        failures, missing = case_counts(judgments, missing)
         if failures > rule.max_failures:
             return make("FAIL", "observed_failures_exceed_limit")
         if not values:  # nothing was judged: no evidence that the failures are within the limit

@@ -116,7 +116,8 @@ def group(judgments: Sequence[Judgment], keys: Sequence[str | None]) -> list[Jud
 
     A cluster whose cases are all excluded is excluded; one with a missing case is missing as a
     whole (counted at the worst and best values by the gate, like a missing case); else a score
-    whose value is the mean of its observed cases, with ``detail.cases`` their count.
+    whose value is the mean of its observed cases, with ``detail.cases`` their count (and
+    ``detail.failures`` and ``detail.missing_cases``, which an observed_count rule counts).
     """
     if not keys or keys[0] is None:
         return list(judgments)
@@ -126,14 +127,17 @@ def group(judgments: Sequence[Judgment], keys: Sequence[str | None]) -> list[Jud
     out = []
     for key, js in members.items():
         counted = [j for j in js if j.status != "excluded"]
+        # the failed and missing cases, which an observed_count rule counts case by case
+        counts = {"cluster": key, "cases": len(counted), "failures": sum(1 for j in counted if j.status == "fail"),
+                  "missing_cases": sum(1 for j in counted if j.status == "missing")}
         if not counted:
-            out.append(Judgment(status="excluded", reason=js[0].reason, detail={"cluster": key, "cases": 0}))
-        elif any(j.status == "missing" for j in counted):
+            out.append(Judgment(status="excluded", reason=js[0].reason, detail=counts))
+        elif counts["missing_cases"]:
             out.append(Judgment(status="missing", reason=next(j.reason for j in counted if j.status == "missing"),
-                                detail={"cluster": key, "cases": len(counted)}))
+                                detail=counts))
         else:
             out.append(Judgment(status="score", value=sum(float(j.value) for j in counted) / len(counted),
-                                detail={"cluster": key, "cases": len(counted)}))
+                                detail=counts))
     return out
 
 

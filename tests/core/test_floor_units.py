@@ -199,3 +199,23 @@ def test_single_case_clusters_print_the_exact_interval(project):
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells[1:] == ["47.5%", "[31.5%, 63.9%]", "mean of 40 cluster means (40 cases) · 0 clusters missing · "
                                                      "0 excluded"], ran
+
+
+def test_a_failure_count_counts_cases_in_a_clustered_run(project):
+    """max_failures counts failed cases, whatever the unit: before, a clustered run's units (cluster
+    means) had no failures to count, and `max_failures: 0` PASSed with three failed cases."""
+    cases = []
+    for i in range(12):
+        c = case(i, ok=i % 4 != 0)
+        c["metadata"] = {"doc": f"d{i // 3}"}
+        cases.append(c)
+    project.cases(cases)
+    project.write("oloproof.yaml", CONFIG + "cluster: metadata.doc\n" +
+                  policy_text("id: floor, metric: answer_correct, kind: observed_count, max_failures: 0"))
+    ran = project.run("run")
+    assert ran.code == 1, ran
+    row = next(line for line in ran.out.splitlines() if line.startswith("│ floor "))
+    assert [c.strip() for c in row.strip("│").split("│")][2:] == ["FAIL", "observed_failures_exceed_limit"]
+    project.write("oloproof.yaml", CONFIG + "cluster: metadata.doc\n" +
+                  policy_text("id: floor, metric: answer_correct, kind: observed_count, max_failures: 3"))
+    assert project.run("run").code == 0
