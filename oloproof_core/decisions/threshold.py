@@ -49,13 +49,15 @@ def design_of(header: Mapping[str, Any]) -> Design | None:
 
 
 def run_metrics(metrics: Mapping[str, Any], design: Design | None, sequential: Mapping[str, Any] | None) -> dict:
-    """The metrics a run summarises and decides with, from its design and its sequential settings:
-    over units with trials or clusters, as confidence sequences in a sequential run, else as they are."""
+    """The metrics a run summarises and decides with, from its design and its sequential settings
+    (the header's ``sequential`` record: ``interval``, ``cases_total``, ``batch``): over units with
+    trials or clusters, as confidence sequences in a sequential run, else as they are."""
     if sequential is not None:
         from oloproof_core.statistics.anytime import AnytimeMetric
 
-        method = sequential.get("interval", "betting")
-        return {name: AnytimeMetric(metric, method) for name, metric in metrics.items()}
+        method, total, batch = sequential.get("interval", "betting"), sequential.get("cases_total"), \
+            sequential.get("batch", 10)
+        return {name: AnytimeMetric(metric, method, total, batch) for name, metric in metrics.items()}
     if design is not None and not design.plain:
         return unit_metrics(metrics, design)
     return dict(metrics)

@@ -27,6 +27,7 @@ from attrs import frozen
 
 from oloproof_core.decisions.threshold import run_metrics
 from oloproof_core.statistics.anytime import METHODS
+from oloproof_core.statistics.anytime import AnytimeMetric as AnytimeMetric  # where it was, for its importers
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.records import Execution
 
@@ -84,7 +85,9 @@ class Sequential:
         from oloproof_core.engine.judging import judge_cases
         from oloproof_core.engine.runner import merge_figures
 
-        metrics = run_metrics(suite.metrics, None, {"interval": self.interval})  # as compare's floor rebuilds them
+        # as compare's floor rebuilds them from the run's record (decisions/threshold.py)
+        metrics = run_metrics(suite.metrics, None, {"interval": self.interval, "cases_total": len(suite.cases),
+                                                    "batch": self.batch})
         order, done, executions, judgments = self.order(len(suite.cases)), [], [], []
         looks, interrupted, decisions = 0, False, []
         caches.update({"execution": [0, 0], "judgment": [0, 0]})

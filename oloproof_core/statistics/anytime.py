@@ -27,11 +27,13 @@ class AnytimeMetric:
 
     The estimate and the counts are the wrapped metric's own; only the interval changes. ``method``
     is ``betting`` (the documented fixed grid of bets) or ``adaptive-betting`` (predictable plug-in
-    bets, ``adaptive.py``), which reads the values in the order the cases ran.
+    bets, ``adaptive.py``), which reads the values in the order the cases ran. ``total`` (the
+    suite's size) and ``batch`` are the run's, fixed before its first case and recorded in its
+    header (``cases_total``, ``batch``), so a floor on the run rebuilds the same sequence.
     """
 
-    def __init__(self, inner: Any, method: str = "betting"):
-        self.inner, self.method = inner, method
+    def __init__(self, inner: Any, method: str = "betting", total: int | None = None, batch: int = 10):
+        self.inner, self.method, self.total, self.batch = inner, method, total, batch
         self.name = getattr(inner, "name", None)
         self.pass_fail = getattr(inner, "pass_fail", False)
 
