@@ -75,7 +75,11 @@ def render() -> str:
     out += ["`trials` runs every case that many times (`oloproof run --trials N` overrides it); `cluster` is a "
             "case field path (`metadata.source`) whose shared values make cases one unit of analysis; "
             "`max_cluster_size` is the size over which a cluster is reported. Both change the unit every "
-            "estimate and interval is over ([statistics.md](statistics.md#repeated-trials-and-clustered-cases)).",
+            "estimate and interval is over ([statistics.md](statistics.md#repeated-trials-and-clustered-cases)). "
+            "`cluster_estimand` is what a clustered run estimates: `cases` (the case-weighted mean, each case "
+            "counting once; the default when the suite sets `max_cluster_size`) or `cluster-means` (the mean of "
+            "the cluster means, every cluster weighing the same; the default otherwise) "
+            "([statistics.md](statistics.md#clusters)).",
             ""]
     out += ["`executor` is where the cases execute: a name (`local`, the default; `ray`) or a mapping with "
             "`type:` and that executor's options (below); `oloproof run --executor NAME` replaces it "

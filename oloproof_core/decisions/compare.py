@@ -19,7 +19,8 @@ from attrs import frozen
 from oloproof_core.statistics import intervals as stats
 from oloproof_core.config.documents import Document
 from oloproof_core.model.errors import ConfigError
-from oloproof_core.decisions.gate import Policy, Rule, decide_rule, gate, load_policy, policy_data
+from oloproof_core.decisions.gate import Policy, Rule, gate, load_policy, policy_data
+from oloproof_core.decisions.threshold import decide_on_run
 from oloproof_core.decisions.planning import plan
 from oloproof_core.model.identity import digest
 from oloproof_core.model.records import Judgment
@@ -174,17 +175,21 @@ class Decision:
 
 
 def decide(rule: Rule, p: Paired, confidence: float, metric: Any, changed: bool,
-           candidate_judgments: Sequence[Judgment]) -> Decision:
+           candidate_judgments: Sequence[Judgment], candidate_header: Mapping[str, Any] | None = None,
+           clusters: Sequence[str | None] | None = None) -> Decision:
     """One compare rule.
 
-    A floor reads the candidate's own judgments (every case of the candidate run), like a run's
-    ``min`` rule. Paired rules compare the interval of the mean difference with the boundary
+    A floor reads the candidate's own judgments (every case of the candidate run) and is decided
+    exactly as the candidate run's gate decides a ``min`` rule (``threshold.decide_on_run``): over
+    its clusters, with its trials' case means and its interval (a sequential run's confidence
+    sequence). Paired rules compare the interval of the mean difference with the boundary
     (-margin for non-inferiority, +margin for superiority). Missing pairs never help: PASS must
     hold with each missing pair at the worst difference (-1), FAIL with each at the best (+1).
     """
     if rule.kind == "floor":
         # The baseline plays no part, so a criterion defined differently in it does not matter.
-        d = decide_rule(Rule(id=rule.id, metric=rule.metric, min=rule.min), candidate_judgments, metric, confidence)
+        d = decide_on_run(Rule(id=rule.id, metric=rule.metric, min=rule.min), candidate_header or {}, metric,
+                          candidate_judgments, clusters, confidence)
         return Decision(rule=rule, verdict=d.verdict, reason=d.reason)
     if changed:
         return Decision(rule=rule, verdict="MANUAL_REVIEW", reason="evaluator_changed")
@@ -274,12 +279,12 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
     clustered = bool((cand_header.get("design") or {}).get("cluster"))
     pairings = {c: Pairing(c, clustered) for c in criteria}
     slices = _SlicePairings(cand_header, criteria, clustered)
-    floors = {rule.metric: _Judgments() for rule in policy.rules if rule.kind == "floor"}
+    floors = {rule.metric: _Judgments(clustered) for rule in policy.rules if rule.kind == "floor"}
     changes, paired_cases = [], 0
     for x, y in pairs:  # one pass over both runs, in the candidate's case order
         for metric, judgments in floors.items():  # a floor reads every case of the candidate run
             if metric in x["judgments"]:
-                judgments.add(x["judgments"][metric])
+                judgments.add(x["judgments"][metric], x)
         if y is None:
             unpaired["candidate_only"] += 1
             continue
@@ -295,8 +300,9 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
                for c in criteria}
     decisions = []
     for rule in policy.rules:
+        floor = floors.get(rule.metric, _Judgments())
         decisions.append(decide(rule, paired[rule.metric], confidence, metrics[rule.metric],
-                                rule.metric in changed, floors.get(rule.metric, _Judgments()).judgments))
+                                rule.metric in changed, floor.judgments, cand_header, floor.clusters))
     verdict, code = gate([_GateView(d.verdict) for d in decisions], policy.block_on)
 
     view = {
@@ -334,17 +340,21 @@ def compare_runs(store: Any, plugins: Any, candidate_id: str, baseline_id: str, 
 
 class _Judgments:
     """A criterion's judgments over a run's cases, for a floor rule (which reads only their status
-    and value): one shared Judgment per distinct (status, value), so a case costs one reference."""
+    and value, and each case's cluster): one shared Judgment per distinct (status, value), so a case
+    costs one reference (and its cluster's name, shared with the record it came from)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clustered: bool = False) -> None:
         self.judgments: list[Judgment] = []
+        self.clusters: list[str] | None = [] if clustered else None
         self._shared: dict[tuple, Judgment] = {}
 
-    def add(self, data: Mapping) -> None:
+    def add(self, data: Mapping, record: Mapping) -> None:
         key = (data["status"], data.get("value"))
         if key not in self._shared:
             self._shared[key] = Judgment(status=key[0], value=key[1])
         self.judgments.append(self._shared[key])
+        if self.clusters is not None:
+            self.clusters.append(record.get("cluster") or f"case:{record['id']}")
 
 
 class _SlicePairings:

@@ -10,21 +10,11 @@ from attrs import field, frozen
 
 from oloproof_core.config.documents import INTERNAL, Document, structure
 from oloproof_core.model.errors import ConfigError, ExitCode
-from oloproof_core.model.records import Column, Judgment, Metric, tally
+from oloproof_core.decisions.threshold import Decision, Rule, decide_threshold
+from oloproof_core.model.records import Judgment, Metric
 
 VERDICTS = ("PASS", "FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW")
 RUN_RULE_KINDS = ("interval", "observed_count")
-
-
-@frozen(kw_only=True)
-class Rule:
-    id: str
-    metric: str
-    kind: str = "interval"
-    min: float | None = None
-    max: float | None = None
-    max_failures: int | None = None
-    margin: float | None = None
 
 
 @frozen(kw_only=True)
@@ -129,53 +119,10 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
                   where=where)
 
 
-@frozen(kw_only=True)
-class Decision:
-    rule: str
-    metric: str
-    verdict: str
-    reason: str
-
-
 def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confidence: float) -> Decision:
-    """One rule on one criterion's judgments.
-
-    A missing case never helps a rule pass: an interval rule passes only if it would pass with
-    every missing case counted at the worst value, and fails only if it would fail with every
-    missing case at the best; an observed_count rule counts missing cases as possible failures.
-    """
-    values, missing, _ = tally(judgments)
-    make = lambda verdict, reason: Decision(rule=rule.id, metric=rule.metric, verdict=verdict, reason=reason)  # noqa: E731
-    if rule.kind == "observed_count":
-        failures = judgments.failures if isinstance(judgments, Column) else \
-            sum(1 for j in judgments if j.status == "fail")
-        if failures > rule.max_failures:
-            return make("FAIL", "observed_failures_exceed_limit")
-        if not values:  # nothing was judged: no evidence that the failures are within the limit
-            return make("INSUFFICIENT_EVIDENCE", "no_observed_cases")
-        if failures + missing > rule.max_failures:
-            return make("INSUFFICIENT_EVIDENCE", "missing_cases_could_exceed_limit")
-        return make("PASS", "observed_failures_within_limit")
-    if not values:
-        return make("INSUFFICIENT_EVIDENCE", "no_observed_cases")
-    worst_low, _ = metric.interval(values + [0.0] * missing, confidence)
-    _, best_high = metric.interval(values + [1.0] * missing, confidence)
-    low, high = metric.interval(values, confidence) if missing else (worst_low, best_high)
-    if rule.min is not None:
-        if best_high < rule.min:
-            return make("FAIL", "interval_below_minimum")
-        if worst_low < rule.min:
-            reason = "missing_cases_could_change_it" if low >= rule.min else "interval_overlaps_threshold"
-            return make("INSUFFICIENT_EVIDENCE", reason)
-    if rule.max is not None:
-        worst_high = metric.interval(values + [1.0] * missing, confidence)[1]
-        best_low = metric.interval(values + [0.0] * missing, confidence)[0]
-        if best_low > rule.max:
-            return make("FAIL", "interval_above_maximum")
-        if worst_high > rule.max:
-            reason = "missing_cases_could_change_it" if high <= rule.max else "interval_overlaps_threshold"
-            return make("INSUFFICIENT_EVIDENCE", reason)
-    return make("PASS", "interval_within_threshold")
+    """One rule on one criterion's units: :func:`~oloproof_core.decisions.threshold.decide_threshold`,
+    the decision compare's floor makes too."""
+    return decide_threshold(rule, judgments, metric, confidence)
 
 
 def decide_policy(policy: Policy, judgments: Mapping[str, Sequence[Judgment]], metrics: Mapping[str, Metric],
@@ -191,7 +138,7 @@ def decide_policy(policy: Policy, judgments: Mapping[str, Sequence[Judgment]], m
         cases = judgments[rule.metric]
         if rule.kind == "observed_count" and not_run:
             cases = [*cases, *[Judgment.missing("not_run")] * not_run]
-        decisions.append(decide_rule(rule, cases, metrics[rule.metric], confidence))
+        decisions.append(decide_threshold(rule, cases, metrics[rule.metric], confidence))
     if judges:
         decisions = require_validated_judges(decisions, judges, store, policy.judge_validation)
     return decisions

@@ -7,6 +7,7 @@ Results are always reported in case order, whatever the concurrency; a sequentia
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -19,6 +20,7 @@ from oloproof_core.model.errors import ExitCode
 from oloproof_core.engine.execution import Executions
 from oloproof_core.engine.judging import judge_until_interrupted
 from oloproof_core.decisions.gate import Decision, decide_policy, gate, policy_data
+from oloproof_core.decisions.threshold import run_metrics
 from oloproof_core.model.identity import digest
 from oloproof_core.model.records import Case, Execution, Summary
 from oloproof_core.hooks.manager import Plugins
@@ -26,7 +28,7 @@ from oloproof_core.storage.stores import run_writer
 from oloproof_core.engine.suite import Suite
 from oloproof_core.statistics.tallies import RunTally
 from oloproof_core.statistics.units import (
-    cluster_of, combine_trials, derived_criteria, pass_all, pass_all_name, unit_figures, unit_metrics,
+    cluster_of, combine_trials, derived_criteria, pass_all, pass_all_name, unit_figures,
 )
 from oloproof_core.storage.cache_writer import CacheWriter
 
@@ -210,7 +212,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     metrics, not_run = suite.metrics, 0
     design = suite.design
     if not design.plain:  # every criterion over units (cases with their trials, or clusters)
-        metrics = unit_metrics(suite.metrics, design)
+        metrics = run_metrics(suite.metrics, design, None)  # as compare's floor rebuilds them (threshold.py)
         header["design"] = design.record()
         header["evaluators"], header["metrics"] = derived_criteria(header["evaluators"], header["metrics"],
                                                                 list(suite.metrics), design)
@@ -238,12 +240,17 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
             def decide(by_criterion: dict, anytime: dict, left: int) -> list[Decision]:
                 return decide_policy(suite.policy, by_criterion, anytime, confidence, judges, store, left)
 
+            key, earlier = sequential.earlier(store, header, suite.policy, len(suite.cases))
+            if earlier:  # one line on standard error, from the command line and from Python alike
+                sys.stderr.write(sequential.warning(earlier) + "\n")
             step = sequential.run(suite, plugins, store, caches, use_cache, decide, run_id, progress)
             metrics = step.metrics  # anytime-valid, counted as the suite's criteria are
             tally = RunTally(metrics, suite.slices, suite.slice_criteria)
             interrupted = step.interrupted
             not_run = len(suite.cases) - len(step.indices)
-            header.update(sequential=step.record, cases=len(step.indices))
+            header.update(sequential={**step.record, "series": key,
+                                      "earlier_seeds": sorted({e["seed"] for e in earlier}, key=str)},
+                          cases=len(step.indices))
             finished([(suite.cases[i], e, j, []) for i, e, j in zip(step.indices, step.executions, step.judgments)])
         outcome, summary = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges,
                                      not_run, interrupted, sequential is not None)

@@ -25,46 +25,11 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from oloproof_core.statistics import display, intervals as stats
+from oloproof_core.decisions.threshold import run_metrics
+from oloproof_core.statistics.anytime import METHODS
+from oloproof_core.statistics.anytime import AnytimeMetric as AnytimeMetric  # where it was, for its importers
 from oloproof_core.model.errors import ConfigError
-from oloproof_core.model.records import Execution, Judgment, Summary, tally
-
-METHODS = {"betting": "betting confidence sequence (Waudby-Smith & Ramdas 2024), valid at every look",
-           "adaptive-betting": "variance-adaptive betting confidence sequence, predictable plug-in bets "
-                               "(Waudby-Smith & Ramdas 2024, section 5), valid at every look"}
-
-
-class AnytimeMetric:
-    """A metric summarised and decided with a betting interval on [0, 1], whatever its usual interval.
-
-    The estimate and the counts are the wrapped metric's own; only the interval changes. ``method``
-    is ``betting`` (the documented fixed grid of bets) or ``adaptive-betting`` (predictable plug-in
-    bets, ``adaptive.py``), which reads the values in the order the cases ran.
-    """
-
-    def __init__(self, inner: Any, method: str = "betting"):
-        self.inner, self.method = inner, method
-        self.name = getattr(inner, "name", None)
-        self.pass_fail = getattr(inner, "pass_fail", False)
-
-    def interval(self, values: Sequence[float], confidence: float) -> tuple[float, float]:
-        if self.method == "adaptive-betting":
-            from oloproof_core.statistics.adaptive import adaptive_betting_interval
-
-            return adaptive_betting_interval(values, confidence, 0.0, 1.0)
-        return stats.betting_interval(values, confidence, 0.0, 1.0)
-
-    def summarize(self, judgments: Sequence[Judgment], confidence: float) -> Summary:
-        summary = self.inner.summarize(judgments, confidence)
-        values, missing, excluded = tally(judgments)
-        if not values:
-            return summary
-        low, high = self.interval(values, confidence)
-        if summary.successes is not None:
-            cells = display.proportion_cells(summary.successes, summary.observed, low, high, missing, excluded)
-        else:
-            cells = display.mean_cells(summary.value, summary.observed, low, high, missing, excluded)
-        return attrs.evolve(summary, low=low, high=high, cells=cells)
+from oloproof_core.model.records import Execution
 
 
 @frozen(kw_only=True)
@@ -95,6 +60,14 @@ class Sequential:
     batch: int = 10
     interval: str = "betting"
 
+    def earlier(self, store: Any, header: dict, policy: Any, total: int) -> tuple[str, list[dict]]:
+        """This run's :func:`series` and the earlier runs of it in another order (:func:`earlier_orders`)."""
+        key = series(header, policy, total)
+        return key, earlier_orders(store, key, self.seed)
+
+    def warning(self, earlier: Sequence[dict]) -> str:
+        return reordering_warning(earlier, self.seed)
+
     def order(self, total: int) -> list[int]:
         """The suite indices in the order they run: a permutation drawn from ``seed``."""
         import numpy as np
@@ -112,7 +85,9 @@ class Sequential:
         from oloproof_core.engine.judging import judge_cases
         from oloproof_core.engine.runner import merge_figures
 
-        metrics = {name: AnytimeMetric(metric, self.interval) for name, metric in suite.metrics.items()}
+        # as compare's floor rebuilds them from the run's record (decisions/threshold.py)
+        metrics = run_metrics(suite.metrics, None, {"interval": self.interval, "cases_total": len(suite.cases),
+                                                    "batch": self.batch})
         order, done, executions, judgments = self.order(len(suite.cases)), [], [], []
         looks, interrupted, decisions = 0, False, []
         caches.update({"execution": [0, 0], "judgment": [0, 0]})
@@ -182,3 +157,35 @@ def plan(suite: Any, until_decided: bool, seed: int | None, batch: int | None) -
     if batch < 1:
         raise ConfigError(f"the batch must be at least 1 case, got {batch}", fix="pass --batch 10")
     return Sequential(seed=seed, batch=batch, interval=options.interval if options is not None else "betting")
+
+
+def series(header: dict, policy: Any, total: int) -> str:
+    """What makes two sequential runs re-orderings of one another: the same suite (its config file,
+    evaluators and cases), policy and system name and version, whatever the seed of the order."""
+    from oloproof_core.decisions.gate import policy_data
+    from oloproof_core.model.identity import digest
+
+    rules = policy_data(policy) or {}
+    rules.get("sequential", {}).pop("seed", None)
+    selection = {k: v for k, v in (header.get("selection") or {}).items() if k != "seed"}
+    return digest({"config": header["config"], "system": [header["system"]["name"], header["system"]["version"]],
+                   "evaluators": header["evaluators"], "cases": total, "selection": selection, "policy": rules})
+
+
+def earlier_orders(store: Any, key: str, seed: int) -> list[dict]:
+    """The earlier sequential runs of the same :func:`series` whose cases ran in another order."""
+    found = []
+    for header in store.list_runs():
+        record = header.get("sequential") or {}
+        if record.get("series") == key and record.get("seed") != seed:
+            found.append({"run": header["id"], "seed": record.get("seed")})
+    return found
+
+
+def reordering_warning(earlier: Sequence[dict], seed: int) -> str:
+    """One line: running the same suite again in a new order until one PASSes is not a valid test."""
+    seeds = sorted({e["seed"] for e in earlier}, key=str)
+    shown = ", ".join(str(s) for s in seeds[:5]) + (", ..." if len(seeds) > 5 else "")
+    return (f"Warning: this suite, policy and system version already ran sequentially with seed{'s' if len(seeds) > 1 else ''} "
+            f"{shown} ({len(earlier)} run{'s' if len(earlier) > 1 else ''}); re-ordering the cases (seed {seed}) "
+            "until a PASS voids the false-PASS guarantee: decide on the first order, or change the system")

@@ -20,7 +20,7 @@ from oloproof_core.model.records import Case, Evaluator, Slice, StageCache, Syst
 from oloproof_core.hooks.manager import Plugins
 from oloproof_core.engine.fingerprint import plugin_code
 from oloproof_core.model.retrieval import UNITS
-from oloproof_core.statistics.units import PASS_ALL, Design, pass_all_name
+from oloproof_core.statistics.units import ESTIMANDS, PASS_ALL, Design, pass_all_name
 from oloproof_core.engine.system import EXECUTIONS, Skeleton, _options, load_skeleton, load_system, unstructure
 
 if TYPE_CHECKING:  # the policy's classes are imported by a suite that has one (load_suite)
@@ -234,7 +234,9 @@ def slice_spec(doc: Document, spec: Any, i: int, criteria: dict) -> tuple[str, t
 
 
 def load_design(doc: Document, skeleton: Skeleton, cases: tuple[Case, ...], trials: int | None) -> Design:
-    """``trials:`` (or ``--trials``), ``cluster:`` and ``max_cluster_size:``, checked."""
+    """``trials:`` (or ``--trials``), ``cluster:``, ``max_cluster_size:`` and ``cluster_estimand:``,
+    checked. The estimand is the case-weighted mean when the suite declares ``max_cluster_size``,
+    else the mean of cluster means (as runs made before it was recorded)."""
     count = skeleton.trials if trials is None else trials
     if count < 1:
         where = doc.where(("trials",)) if trials is None else "--trials"
@@ -252,7 +254,17 @@ def load_design(doc: Document, skeleton: Skeleton, cases: tuple[Case, ...], tria
             raise ConfigError(f"no case has a value at {path}, so no two cases would share a cluster",
                               where=doc.where(("cluster",)),
                               fix="name a field the cases have (metadata.source, input.document), or remove cluster:")
-    return Design(trials=count, cluster=path, max_cluster_size=skeleton.max_cluster_size)
+    estimand = skeleton.cluster_estimand
+    if estimand is None:
+        estimand = "cases" if isinstance(doc.data, dict) and "max_cluster_size" in doc.data else "cluster-means"
+    elif estimand not in ESTIMANDS:
+        raise ConfigError(f"cluster_estimand must be one of {', '.join(ESTIMANDS)}, got {estimand!r}",
+                          where=doc.where(("cluster_estimand",)),
+                          fix="write cluster_estimand: cases (each case counts once) or cluster-means")
+    elif path is None:
+        raise ConfigError("cluster_estimand says how clusters weigh, and this suite sets no cluster",
+                          where=doc.where(("cluster_estimand",)), fix="add cluster: metadata.source, or remove it")
+    return Design(trials=count, cluster=path, max_cluster_size=skeleton.max_cluster_size, estimand=estimand)
 
 
 def _recipe(config_path: Path, project_dir: Path, plugins: Plugins, stage_reads: bool) -> Any:

@@ -43,7 +43,8 @@ class Skeleton:
     disable_plugins: list[str] = field(factory=list)
     trials: int = 1  # executions of every case; their verdicts are summarised per case (units.py)
     cluster: str | None = None  # a case field path; cases sharing its value are one unit of analysis
-    max_cluster_size: int = 10  # a cluster of more cases than this is reported
+    max_cluster_size: int = 10  # a cluster of more cases than this is reported; declared: case-weighted
+    cluster_estimand: str | None = None  # cases or cluster-means; None: cases when max_cluster_size is set
 
 
 def _options(doc: Document, entry: Any, data: dict, path: tuple, what: str) -> Any:

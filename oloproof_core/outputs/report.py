@@ -79,8 +79,9 @@ def unit_lines(units: dict, design: dict | None, confidence: float) -> list[str]
     out = [""]
     clusters = units.get("clusters")
     if clusters:
-        out.append(f"Clusters: {clusters['cases']} cases in {clusters['clusters']} clusters by {design['cluster']}; "
-                   "every estimate and interval is over cluster means")
+        how = ("every estimate is case-weighted (each case counts once), its interval over clusters"
+               if design.get("estimand") == "cases" else "every estimate and interval is over cluster means")
+        out.append(f"Clusters: {clusters['cases']} cases in {clusters['clusters']} clusters by {design['cluster']}; {how}")
         large = clusters["large"]
         if large:
             shown = ", ".join(f"{c['cluster']} ({c['cases']})" for c in large[:5])

@@ -144,6 +144,8 @@ def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Ite
     design = header.get("design")
     if design:  # trials or clusters: how the run counted, the unstable cases, the clusters
         units: dict = {"trials": design["trials"], "cluster": design["cluster"]}
+        if design.get("cluster"):  # what the estimate is: the mean of cluster means, or case-weighted
+            units["estimand"] = design.get("estimand", "cluster-means")
         if "instability" in summary:
             units["instability"] = [{"criterion": name, **found} for name, found in summary["instability"].items()]
         if "clusters" in summary:

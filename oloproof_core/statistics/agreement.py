@@ -166,7 +166,7 @@ def prediction_powered(unlabelled: list[float], judged: list[float], human: list
       interval. Valid in finite samples (for labelled cases drawn like the run's): the interval
       that is printed.
     - ``prediction_powered``: the point estimate θ = mean(f over the N unlabelled) - mean(f - y over
-      the labelled) (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic 2023, Science
+      the labelled), clipped to [0, 1] (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic 2023, Science
       382(6671):669-674), with a large-sample standard error whose variances add two pseudo-cases
       of each kind (so it is never 0). Its normal interval θ ± z·SE under-covers when few cases are
       unlabelled, when the pass rate is near 0 or 1, or when the judge rarely errs (seeded
@@ -183,7 +183,7 @@ def prediction_powered(unlabelled: list[float], judged: list[float], human: list
     f_smooth = (sum(unlabelled) + _PSEUDO / 2) / (big_n + _PSEUDO)
     f_var = f_smooth * (1 - f_smooth)
     error_var = (sum(abs(e) for e in errors) + _PSEUDO / 2) / (n + _PSEUDO) - (sum(errors) / (n + _PSEUDO)) ** 2
-    value = f_mean - bias
+    value = min(1.0, max(0.0, f_mean - bias))  # a pass rate: clipped to [0, 1] (it can leave it by -bias)
     labels = rate(int(round(sum(human))), n, confidence)
     return {"value": value, "standard_error": math.sqrt(f_var / big_n + error_var / n),
             "unlabelled": big_n, "labelled": n, "labels": labels}

@@ -2,10 +2,12 @@
 
 ``trials: N`` runs every case N times; ``cluster: metadata.source`` makes the cases that share a
 value one unit. Either way the unit stays independent of the others while the observations inside
-it need not be, so every estimate is a mean over units and every interval the betting interval over
-the unit means (Waudby-Smith & Ramdas 2024), which is valid for any bounded independent values,
-whatever the correlation inside a unit (Miller 2024, "Adding Error Bars to Evals"). A suite with
-neither setting is summarised exactly as before: these functions are not called.
+it need not be, so every interval is over units (Miller 2024, "Adding Error Bars to Evals"): the
+betting interval over the unit means (Waudby-Smith & Ramdas 2024), valid for any bounded independent
+values whatever the correlation inside a unit; for clusters with the case-weighted estimand, the
+betting interval of ``S_g − θ n_g`` (``weighted.py``); and the exact Clopper–Pearson interval when
+every unit is one case judged pass or fail once (its values are 0 or 1 by construction). A suite
+with neither setting is summarised exactly as before: these functions are not called.
 
 Pure functions of judgments; nothing here formats text beyond the metric table's cells
 (``display.py``) or touches the store.
@@ -24,6 +26,9 @@ from oloproof_core.model.records import Case, Judgment, Summary, select, tally
 # loading a suite stays cheap
 
 PASS_ALL = "pass_all_k"
+#: What a clustered run estimates: the mean of the cluster means (every cluster weighs the same), or
+#: the case-weighted mean (every case counts once; the default when the suite sets max_cluster_size)
+ESTIMANDS = ("cluster-means", "cases")
 
 
 def pass_all_name(criterion: str) -> str:
@@ -38,6 +43,7 @@ class Design:
     trials: int = 1
     cluster: str | None = None  # a case field path (metadata.source); None: every case is its own unit
     max_cluster_size: int = 10  # a cluster of more cases than this is reported
+    estimand: str = "cluster-means"  # with clusters: "cluster-means" or "cases" (case-weighted)
 
     @property
     def plain(self) -> bool:
@@ -46,7 +52,15 @@ class Design:
 
     def record(self) -> dict:
         """What a run header records (only for a run with trials or clusters)."""
-        return {"trials": self.trials, "cluster": self.cluster, "max_cluster_size": self.max_cluster_size}
+        record = {"trials": self.trials, "cluster": self.cluster, "max_cluster_size": self.max_cluster_size}
+        if self.cluster is not None:
+            record["estimand"] = self.estimand
+        return record
+
+    @property
+    def weighted(self) -> bool:
+        """Clusters, and the case-weighted estimand."""
+        return self.cluster is not None and self.estimand == "cases"
 
 
 def cluster_of(case: Case, path: str | None) -> str | None:
@@ -102,7 +116,8 @@ def group(judgments: Sequence[Judgment], keys: Sequence[str | None]) -> list[Jud
 
     A cluster whose cases are all excluded is excluded; one with a missing case is missing as a
     whole (counted at the worst and best values by the gate, like a missing case); else a score
-    whose value is the mean of its observed cases, with ``detail.cases`` their count.
+    whose value is the mean of its observed cases, with ``detail.cases`` their count (and
+    ``detail.failures`` and ``detail.missing_cases``, which an observed_count rule counts).
     """
     if not keys or keys[0] is None:
         return list(judgments)
@@ -112,39 +127,69 @@ def group(judgments: Sequence[Judgment], keys: Sequence[str | None]) -> list[Jud
     out = []
     for key, js in members.items():
         counted = [j for j in js if j.status != "excluded"]
+        # the failed and missing cases, which an observed_count rule counts case by case
+        counts = {"cluster": key, "cases": len(counted), "failures": sum(1 for j in counted if j.status == "fail"),
+                  "missing_cases": sum(1 for j in counted if j.status == "missing")}
         if not counted:
-            out.append(Judgment(status="excluded", reason=js[0].reason, detail={"cluster": key, "cases": 0}))
-        elif any(j.status == "missing" for j in counted):
+            out.append(Judgment(status="excluded", reason=js[0].reason, detail=counts))
+        elif counts["missing_cases"]:
             out.append(Judgment(status="missing", reason=next(j.reason for j in counted if j.status == "missing"),
-                                detail={"cluster": key, "cases": len(counted)}))
+                                detail=counts))
         else:
             out.append(Judgment(status="score", value=sum(float(j.value) for j in counted) / len(counted),
-                                detail={"cluster": key, "cases": len(counted)}))
+                                detail=counts))
     return out
 
 
 class UnitMetric:
-    """A metric summarised over units (cases with trials, or clusters): the mean of the unit values,
-    with the betting interval on [0, 1] over them. The wrapped metric gives the name, and the
-    display (a percentage for a proportion, three decimals for a mean)."""
+    """A metric summarised over units (cases with trials, or clusters), with the unit's interval:
 
-    def __init__(self, inner: Any, design: Design):
-        self.inner, self.design = inner, design
+    - every unit one case whose value is 0 or 1 by construction (a pass/fail criterion judged once, or
+      pass_all_k; single-case clusters): the exact Clopper–Pearson interval of the cases;
+    - clusters with the case-weighted estimand: ``Σ S_g / Σ n_g`` and ``weighted.case_weighted_interval``;
+    - otherwise the mean of the unit values, with the betting interval on [0, 1] over them.
+
+    The wrapped metric gives the name, and the display (a percentage for a proportion, three
+    decimals for a mean). ``interval`` takes each unit's number of cases (``sizes``; None: one each),
+    which the gate reads from the units (``decisions/threshold.py``).
+    """
+
+    sized = True  # its interval reads the units' sizes
+
+    def __init__(self, inner: Any, design: Design, binary_cases: bool = False):
+        self.inner, self.design, self.binary_cases = inner, design, binary_cases
         self.name = getattr(inner, "name", None)
         self.pass_fail = getattr(inner, "pass_fail", False)
 
-    def interval(self, values: Sequence[float], confidence: float) -> tuple[float, float]:
+    def exact(self, sizes: Sequence[int] | None) -> bool:
+        """Every unit is one case whose value is 0 or 1: Clopper–Pearson applies exactly."""
+        return self.binary_cases and (sizes is None or all(s == 1 for s in sizes))
+
+    def interval(self, values: Sequence[float], confidence: float,
+                 sizes: Sequence[int] | None = None) -> tuple[float, float]:
         from oloproof_core.statistics import intervals as stats
 
+        if self.exact(sizes):
+            return stats.clopper_pearson(int(round(sum(values))), len(values), confidence)
+        if self.design.weighted and sizes is not None:
+            from oloproof_core.statistics.weighted import case_weighted_interval
+
+            return case_weighted_interval([v * s for v, s in zip(values, sizes)], sizes, confidence)
         return stats.betting_interval(values, confidence, 0.0, 1.0)
 
     def summarize(self, judgments: Sequence[Judgment], confidence: float) -> Summary:
         from oloproof_core.statistics import display
 
         values, missing, excluded = tally(judgments)
+        sizes = unit_sizes(judgments)[0] if self.design.cluster is not None else None
         n = len(values)
-        mean = sum(values) / n if n else None
-        low, high = self.interval(values, confidence) if n else (None, None)
+        if not n:
+            mean = None
+        elif self.design.weighted and sizes is not None:
+            mean = sum(v * s for v, s in zip(values, sizes)) / sum(sizes)
+        else:
+            mean = sum(values) / n
+        low, high = self.interval(values, confidence, sizes) if n else (None, None)
         counts = self.counts(judgments, n, missing, excluded)
         if n == 0:
             cells = ("—", "—", counts)
@@ -157,27 +202,45 @@ class UnitMetric:
                        excluded=excluded, cells=cells)
 
     def counts(self, judgments: Sequence[Judgment], n: int, missing: int, excluded: int) -> str:
-        """``mean of 40 cases × 5 trials · 0 missing · 0 excluded`` or
-        ``40 cases in 12 clusters · 0 missing · 0 excluded`` (a clustered run counts clusters missing)."""
+        """What the estimate is a mean of: ``mean of 40 cases × 5 trials · 0 missing · 0 excluded``;
+        with clusters ``mean of 12 cluster means (40 cases) · ...`` or, case-weighted, ``mean of 40
+        cases in 12 clusters · ...`` (a clustered run counts clusters missing)."""
         tail = f"{missing} missing · {excluded} excluded"
         trials = f" × {self.design.trials} trials" if self.design.trials > 1 else ""
         if self.design.cluster is None:
             return f"mean of {n} cases{trials} · {tail}"
         cases = sum(int(j.detail.get("cases", 0)) for j in judgments if j.observed)
-        return (f"{cases} cases{trials} in {n} cluster{'' if n == 1 else 's'} · {missing} cluster"
-                f"{'' if missing == 1 else 's'} missing · {excluded} excluded")
+        clusters = f"{n} cluster{'' if n == 1 else 's'}"
+        head = (f"mean of {cases} cases{trials} in {clusters}" if self.design.weighted
+                else f"mean of {n} cluster mean{'' if n == 1 else 's'} ({cases} cases{trials})")
+        return f"{head} · {missing} cluster{'' if missing == 1 else 's'} missing · {excluded} excluded"
+
+
+def unit_sizes(judgments: Sequence[Judgment]) -> tuple[list[int], list[int]]:
+    """The number of cases of each observed unit, and of each missing unit, in order (a unit made by
+    :func:`group` records it as ``detail.cases``; any other judgment is one case)."""
+    observed, missing = [], []
+    for j in judgments:
+        if j.status == "excluded":
+            continue
+        size = int(j.detail.get("cases", 1)) if j.detail else 1
+        (missing if j.status == "missing" else observed).append(max(size, 1))
+    return observed, missing
 
 
 def unit_metrics(metrics: Mapping[str, Any], design: Design) -> dict:
     """The metrics a run with trials or clusters summarises with: every criterion over units, but a
     pass^k criterion of unclustered cases keeps its exact Clopper–Pearson interval (each case is one
-    independent pass or fail)."""
+    independent pass or fail). A case's value is 0 or 1 by construction for a pass/fail criterion
+    judged once, and for pass^k: over single-case clusters those get Clopper–Pearson too."""
     out = {}
     for name, metric in metrics.items():
-        if name.endswith("." + PASS_ALL) and design.cluster is None:
+        pass_all = name.endswith("." + PASS_ALL)
+        if pass_all and design.cluster is None:
             out[name] = metric
         else:
-            out[name] = UnitMetric(metric, design)
+            binary = bool(getattr(metric, "pass_fail", False)) and (design.trials == 1 or pass_all)
+            out[name] = UnitMetric(metric, design, binary)
     return out
 
 
@@ -185,8 +248,8 @@ def instability(trials: Sequence[Sequence[Judgment]], keys: Sequence[str | None]
     """How many cases changed verdict across their trials, for one pass/fail criterion.
 
     A case counts when every trial was observed; it is unstable when some trials passed and some
-    failed. The interval is Clopper–Pearson over the cases, or, in a clustered run, the betting
-    interval over the clusters' unstable fractions.
+    failed. The interval is Clopper–Pearson over the cases, or, in a clustered run with a cluster of
+    more than one case, the betting interval over the clusters' unstable fractions.
     """
     from oloproof_core.statistics import intervals as stats
 
@@ -198,11 +261,11 @@ def instability(trials: Sequence[Sequence[Judgment]], keys: Sequence[str | None]
     n, k = len(flags), sum(flags)
     if n == 0:
         return None
-    if flag_keys and flag_keys[0] is not None:
-        units = group([Judgment.of(f) for f in flags], flag_keys)
+    units = group([Judgment.of(f) for f in flags], flag_keys) if flag_keys and flag_keys[0] is not None else None
+    if units is not None and any(int(u.detail.get("cases", 1)) > 1 for u in units):
         low, high = stats.betting_interval([u.value for u in units], confidence, 0.0, 1.0)
         method = "betting over clusters"
-    else:
+    else:  # cases, or clusters of one case each: each flag is one independent 0 or 1
         low, high = stats.clopper_pearson(k, n, confidence)
         method = "clopper-pearson"
     return {"unstable": k, "cases": n, "trials": len(trials[0]) if trials else 0, "low": low, "high": high,

@@ -171,3 +171,11 @@ def test_the_human_level_interval_covers(n, p):
 
     covered = [k for k in range(n + 1) if interval(k)[0] <= p <= interval(k)[1]]
     assert float(binom.pmf(covered, n, p).sum()) >= CONFIDENCE - 1e-12
+
+
+def test_the_prediction_powered_estimate_is_a_pass_rate():
+    """The bias correction can leave [0, 1] (a judge that passes nothing, labels that pass): clipped."""
+    low = prediction_powered([0.0] * 10, [1.0, 1.0, 0.0], [0.0, 0.0, 0.0], CONFIDENCE)
+    assert low["value"] == 0.0  # 0 - 2/3, unclipped: -66.7%
+    high = prediction_powered([1.0] * 10, [0.0, 0.0, 1.0], [1.0, 1.0, 1.0], CONFIDENCE)
+    assert high["value"] == 1.0

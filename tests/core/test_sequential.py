@@ -57,7 +57,8 @@ def test_a_sequential_run_stops_when_the_gate_is_decided_and_says_so(project):
     assert header["state"] == "DECIDED/SEQUENTIAL" and header["cases"] == 20
     assert header["sequential"] == {"seed": 0, "batch": 10, "looks": 2, "cases_run": 20, "cases_total": 200,
                                     "cases_not_run": 180, "judge_calls_not_made": 0, "interval": "betting",
-                                    "method": header["sequential"]["method"], "stopped": "gate_decided"}
+                                    "method": header["sequential"]["method"], "stopped": "gate_decided",
+                                    "series": header["sequential"]["series"], "earlier_seeds": []}
     exported = project.run("inspect", run_id, "--failures")
     assert f"{failures} of 20 cases failed" in exported.out
     again = project.run("run", "--until-decided", "--seed", "0")  # the same seed runs the same cases, from cache
@@ -163,3 +164,42 @@ def test_the_betting_interval_covers_at_every_look_at_once(p, total, batch):
     threshold = math.log(2 / ALPHA)
     missed = ((log_capital_up(counts, looks, p) >= threshold) | (log_capital_down(counts, looks, p) >= threshold))
     assert missed.any(axis=1).mean() <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / replicates)
+
+
+def test_the_python_api_honours_the_policy_sequential_settings(project, monkeypatch):
+    """oloproof.run stops when the gate is decided, as `oloproof run` does with the same policy."""
+    import sys
+
+    import oloproof
+
+    suite_of(project, 200, extra="  sequential: {until_decided: true, batch: 10, seed: 0}\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "app", raising=False)
+    outcome = oloproof.run(project.root / "oloproof.yaml")
+    assert outcome.state == "DECIDED/SEQUENTIAL" and outcome.header["cases"] == 20
+    record = outcome.header["sequential"]
+    assert (record["seed"], record["looks"], record["cases_run"]) == (0, 2, 20)
+    command = project.run("run")
+    assert "after 20 of 200 cases (seed 0, batches of 10, 2 looks)" in command.out, command
+    document = oloproof.evaluate(project.root / "oloproof.yaml", until_decided=True, seed=0, batch=20)
+    assert document["gate"]["verdict"] == "PASS"
+
+
+def test_a_reordered_rerun_warns_once_on_standard_error(project):
+    suite_of(project, 60)
+    first = project.run("run", "--until-decided", "--seed", "1")
+    assert first.code == 0 and "Warning" not in first.err, first
+    again = project.run("run", "--until-decided", "--seed", "1")  # the same order again: no new test
+    assert "Warning" not in again.err, again
+    other = project.run("run", "--until-decided", "--seed", "2")
+    warnings = [line for line in other.err.splitlines() if line.startswith("Warning:")]
+    assert warnings == ["Warning: this suite, policy and system version already ran sequentially with seed 1 "
+                        "(2 runs); re-ordering the cases (seed 2) until a PASS voids the false-PASS guarantee: "
+                        "decide on the first order, or change the system"], other
+    header = stored_header(project, other.out.splitlines()[0].split()[1])
+    assert header["sequential"]["seed"] == 2 and header["sequential"]["earlier_seeds"] == [1]
+    assert header["sequential"]["looks"] >= 1
+    # another policy is another series: no warning
+    (project.root / "oloproof.yaml").write_text(
+        (project.root / "oloproof.yaml").read_text().replace("min: 0.5", "min: 0.4"))
+    assert "Warning" not in project.run("run", "--until-decided", "--seed", "3").err

@@ -134,21 +134,49 @@ def test_without_trials_the_first_trial_keeps_the_cache_key(flaky):
     assert "Cache: execution 26 hit/0 miss" in flaky["clustered"].out, flaky["clustered"]
 
 
+def case_weighted_reference(sums: list[float], sizes: list[int], confidence: float = 0.95) -> tuple[float, float]:
+    """The case-weighted interval of docs/statistics.md, computed independently: a plain loop over
+    the clusters for the capital of S_g - θ n_g (bounded by the largest cluster), scipy's brentq."""
+    import math
+
+    from scipy.optimize import brentq
+
+    alpha, bets, top = 1 - confidence, [d / 20 for d in range(1, 20)], max(sizes)
+
+    def log_capital(theta: float, up: bool) -> float:
+        total = 0.0
+        for u in bets:
+            log_product = 0.0
+            for s, n in zip(sums, sizes):
+                x = (s - theta * n) / top
+                log_product += math.log(1 + (u / theta) * x) if up else math.log(1 - (u / (1 - theta)) * x)
+            total += math.exp(log_product)
+        return math.log(total / len(bets)) - math.log(2 / alpha)
+
+    mean = sum(sums) / sum(sizes)
+    low = brentq(log_capital, 1e-12, mean, args=(True,), xtol=1e-13) if log_capital(1e-12, True) > 0 else 0.0
+    high = brentq(log_capital, mean, 1 - 1e-12, args=(False,), xtol=1e-13) if log_capital(1 - 1e-12, False) > 0 else 1.0
+    return low, high
+
+
 @pytest.mark.slow  # shares the example runs of the `flaky` fixture (about 30 seconds)
 def test_a_clustered_interval_is_computed_over_clusters(flaky):
+    """clustered.yaml declares max_cluster_size, so its estimand is case-weighted: every case counts
+    once, and the interval is the betting interval of S_g - θ n_g over the clusters."""
     out = flaky["clustered"].out
-    _, summary, records = stored(flaky["root"], run_id(flaky["clustered"]))
+    header, summary, records = stored(flaky["root"], run_id(flaky["clustered"]))
+    assert header["design"]["estimand"] == "cases"
     clusters: dict[str, list[float]] = {}
     for r in records:
         clusters.setdefault(r["case"]["metadata"]["source"], []).append(r["judgments"]["answer_correct"]["value"])
         assert r["cluster"] == r["case"]["metadata"]["source"]
-    means = [sum(v) / len(v) for v in clusters.values()]
+    sums, sizes = [sum(v) for v in clusters.values()], [len(v) for v in clusters.values()]
     estimate, interval, counts = row(out, "answer_correct")[1:]
-    assert counts == f"26 cases in {len(clusters)} clusters · 0 clusters missing · 0 excluded"
-    assert interval == outward(*betting_reference(means))
-    assert estimate == f"{round(1000 * sum(means) / len(means)) / 10:.1f}%"
-    assert f"Clusters: 26 cases in {len(clusters)} clusters by metadata.source; every estimate and interval is " \
-           "over cluster means" in out
+    assert counts == f"mean of 26 cases in {len(clusters)} clusters · 0 clusters missing · 0 excluded"
+    assert interval == outward(*case_weighted_reference(sums, sizes))
+    assert estimate == f"{round(1000 * sum(sums) / sum(sizes)) / 10:.1f}%"
+    assert f"Clusters: 26 cases in {len(clusters)} clusters by metadata.source; every estimate is case-weighted " \
+           "(each case counts once), its interval over clusters" in out
     assert "Large clusters: 2 of 8 hold more than 3 cases: kb-refunds (4), kb-sso (4)" in out
     assert summary["clusters"]["large"] == [{"cluster": "kb-refunds", "cases": 4}, {"cluster": "kb-sso", "cases": 4}]
     # the naive interval over 25 independent cases would be narrower; the gate reads the clustered one
@@ -176,18 +204,18 @@ def test_the_gate_and_the_slices_honour_clusters(project):
     result = project.run("run")
     means = [1.0, 1.0, 1 / 3, 0.0]
     assert row(result.out, "answer_correct")[2] == outward(*betting_reference(means))
-    assert row(result.out, "answer_correct")[3] == "12 cases in 4 clusters · 0 clusters missing · 0 excluded"
+    assert row(result.out, "answer_correct")[3] == "mean of 4 cluster means (12 cases) · 0 clusters missing · 0 excluded"
     # four clusters cannot show 10% with confidence, whereas 7 passes of 12 independent cases would
     assert "INSUFFICIENT_EVIDENCE" in row(result.out, "floor"), result
     slice_a = next(r for r in rows(result.out) if r[0] == "metadata.topic=a")
-    assert slice_a[4] == "6 cases in 2 clusters · 0 clusters missing · 0 excluded"
+    assert slice_a[4] == "mean of 2 cluster means (6 cases) · 0 clusters missing · 0 excluded"
     slice_b = next(r for r in rows(result.out) if r[0] == "metadata.topic=b")
     assert slice_b[2] == "16.7%"  # the mean of the two cluster means 1/3 and 0
     # the viewer and the HTML export summarise the slices over the same clusters
     exported = project.run("export", run_id(result), "--html", "run.html")
     assert exported.code == 0, exported
     page = (project.root / "run.html").read_text(encoding="utf-8")
-    assert "6 cases in 2 clusters · 0 clusters missing · 0 excluded" in page
+    assert "mean of 2 cluster means (6 cases) · 0 clusters missing · 0 excluded" in page
 
 
 @pytest.mark.parametrize(("setting", "message"), [
@@ -375,9 +403,9 @@ def test_trials_and_clusters_together(project):
     project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "cluster: metadata.doc\ntrials: 3\n")
     result = project.run("run")
     assert result.code == 0, result
-    assert row(result.out, "answer_correct")[3] == "12 cases × 3 trials in 4 clusters · 0 clusters missing · 0 excluded"
-    assert row(result.out, "answer_correct.pass_all_k")[3] == ("12 cases × 3 trials in 4 clusters · 0 clusters "
-                                                               "missing · 0 excluded")
+    counts = "mean of 4 cluster means (12 cases × 3 trials) · 0 clusters missing · 0 excluded"
+    assert row(result.out, "answer_correct")[3] == counts
+    assert row(result.out, "answer_correct.pass_all_k")[3] == counts
     assert row(result.out, "answer_correct")[2] == outward(*betting_reference([1.0, 1.0, 1 / 3, 0.0]))
     header, summary, _ = stored(project.root, run_id(result))
     assert summary["instability"]["answer_correct"]["method"] == "betting over clusters"
