@@ -9,7 +9,7 @@ high (scores spread over [0, 1], pass rates near one half). The hedged capital p
     μ̂_j = (1/2 + Σ_{k≤j} y_k) / (j + 1),
 
 with s_i = N, the run's maximum number of cases fixed before the first case (``horizon``), or, with
-no horizon, s_i = i·log(1 + i) (the anytime bets of Waudby-Smith & Ramdas 2024, eq. (26)). Either
+no horizon, s_i = i·log(1 + i) (the anytime predictable plug-in bets of Waudby-Smith & Ramdas 2024). Either
 way λ_i is a function of y_1..y_{i-1} and of constants fixed in advance, never of how many cases
 have been seen at the look: the bets placed up to a look are the same at every later look. Bets
 are truncated to c/m (upward) and c/(1 - m) (downward) with c = 1/2, so every factor stays positive:
