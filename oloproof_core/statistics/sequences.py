@@ -29,7 +29,8 @@ exactly by convolving the binomial over the continuation region (α that discret
 unspent carries to the next look). So P_m(S crosses at some look) ≤ α/2 exactly; the lower
 boundary mirrors it. Each side ignores the other's stopping (non-binding), so stopping on either
 keeps both levels. The interval at look k is the set of m for which S_k crosses neither boundary,
-the repeated confidence interval of Jennison & Turnbull (1989). Little α is spent early, so the
+the repeated confidence interval of Jennison & Turnbull (1989). At the planned looks it is read from
+a table of the boundaries of every rate on a grid of steps of 0.001, computed once per run. Little α is spent early, so the
 last look is nearly a fixed-n exact test and a run that goes to the end decides about as often as
 Clopper-Pearson on N cases.
 """
@@ -124,6 +125,8 @@ def _binomial_pmf(n: int, p: float) -> np.ndarray:
     from scipy.special import gammaln
 
     k = np.arange(n + 1)
+    if p <= 0.0 or p >= 1.0:  # a point mass at 0 or n
+        return (k == (0 if p <= 0.0 else n)).astype(float)
     with np.errstate(divide="ignore"):
         log = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
     return np.exp(log)
@@ -156,13 +159,71 @@ def schedule(trials: int, total: int, batch: int) -> tuple[tuple[int, ...], int]
     return tuple(n for n in looks_of(total, batch) if n < trials) + (trials,), total
 
 
+#: The candidate rates of the planned looks' table: j / GRID, j = 0..GRID (steps of 0.001).
+GRID = 1000
+
+
+@lru_cache(maxsize=8)
+def boundary_table(total: int, batch: int, alpha: float) -> np.ndarray:
+    """The upper boundaries c_k(m_j) of every planned look (columns) for every rate m_j = j/GRID (rows).
+
+    The same recursion as :func:`crossing_bounds`, for all the rates at once: the binomial is built one
+    case at a time over the region not yet crossed. Cost O(GRID · N²/2) once per (N, batch, α), kept
+    for the process: 1-4 s for N = 1,000 (0.3 s for N = 200), then each interval is a lookup.
+    """
+    looks = looks_of(total, batch)
+    m = (np.arange(GRID + 1) / GRID)[:, None]
+    dist = np.zeros((GRID + 1, total + 1))
+    dist[:, 0] = 1.0
+    spent = np.zeros(GRID + 1)
+    table = np.empty((GRID + 1, len(looks)), dtype=np.int64)
+    allowed = spending(np.asarray(looks) / total, alpha)
+    seen = 0
+    for k, n_k in enumerate(looks):
+        for i in range(seen, n_k):  # add case i + 1: columns 0..i+1
+            dist[:, 1:i + 2] = dist[:, 1:i + 2] * (1.0 - m) + dist[:, 0:i + 1] * m
+            dist[:, 0] *= 1.0 - m[:, 0]
+        seen = n_k
+        tail = np.cumsum(dist[:, n_k::-1], axis=1)[:, ::-1]  # tail[j, c] = P_j(S_k >= c, not crossed)
+        c = (tail > (allowed[k] - spent + 1e-15)[:, None]).sum(axis=1)
+        rows = np.flatnonzero(c <= n_k)
+        spent[rows] += tail[rows, c[rows]]
+        dist[:, : n_k + 1][np.arange(n_k + 1)[None, :] >= c[:, None]] = 0.0
+        table[:, k] = c
+    table.flags.writeable = False
+    return table
+
+
+def _table_interval(successes: int, trials: int, total: int, batch: int, alpha: float) -> tuple[float, float]:
+    """The repeated confidence interval at a planned look, on the grid of rates: each bound is the
+    grid rate next to the kept region on the rejected side (so the grid's rates, 0.8 and 0.925 among
+    them, are decided exactly, and the bounds lean outward by less than 1/GRID). Each bound is a
+    rejected rate, so the guarantee does not rest on the rejections being monotone in the rate."""
+    k = looks_of(total, batch).index(trials)
+    column = boundary_table(total, batch, alpha)[:, k]
+    up = successes >= column  # rate j/GRID rejected from above by the passes
+    down = (trials - successes) >= column[::-1]  # rate j/GRID rejected from below by the failures
+    kept_up = np.flatnonzero(~up)
+    kept_down = np.flatnonzero(~down)
+    low = 0.0 if kept_up[0] == 0 else float(kept_up[0] - 1) / GRID
+    high = 1.0 if kept_down[-1] == GRID else float(kept_down[-1] + 1) / GRID
+    return low, high
+
+
 def group_sequential_interval(successes: int, trials: int, total: int, batch: int,
                               confidence: float = 0.95) -> tuple[float, float]:
     """The exact group-sequential (repeated) confidence interval for a pass rate at the look after
-    ``trials`` cases of a run of at most ``total`` cases looked at every ``batch`` cases."""
+    ``trials`` cases of a run of at most ``total`` cases looked at every ``batch`` cases.
+
+    At a planned look (where a sequential run decides: missing cases are counted in) it is read
+    from :func:`boundary_table`; after any other number of values (a summary leaving missing cases
+    out) the looks are the planned ones before it and itself, and the bounds are found by bisection.
+    """
     alpha = 1.0 - confidence
     if trials == 0:
         return 0.0, 1.0
+    if trials <= total and trials in looks_of(total, batch):
+        return _table_interval(successes, trials, total, batch, alpha)
     looks, total = schedule(trials, total, batch)
 
     def passes_above(m: float) -> bool:  # S_k at or above the upper boundary for rate m

@@ -156,3 +156,14 @@ def test_a_policy_selects_a_pass_fail_sequence(project, interval, words):
     result = project.run("run")
     assert result.code == 0, result
     assert words in result.out
+
+
+@pytest.mark.parametrize(("total", "batch"), [(200, 10), (97, 10), (60, 1)])
+def test_the_planned_looks_table_is_the_recursion_at_every_grid_rate(total, batch):
+    looks = sequences.looks_of(total, batch)
+    table = sequences.boundary_table(total, batch, ALPHA)
+    for j in (0, 1, 137, 500, 800, 999, 1000):
+        assert tuple(table[j]) == sequences.crossing_bounds(j / sequences.GRID, looks, total, ALPHA), j
+    # between planned looks (a summary that leaves missing cases out) the bisection path answers
+    low, high = sequences.group_sequential_interval(30, 37, total, batch)
+    assert 0.0 < low < 30 / 37 < high < 1.0
