@@ -104,7 +104,9 @@ def render() -> str:
     out += ["### `judge_validation`", ""] + table(JudgeValidation)
     out += ["### `sequential`", "", "Run policies only: with `until_decided: true`, `oloproof run` runs the cases in a "
             "seeded random order, `batch` at a time, and stops as soon as the gate is decided (see runs.md); "
-            "`--until-decided`, `--seed` and `--batch` set the same from the command line.", ""]
+            "`--until-decided`, `--seed` and `--batch` set the same from the command line. `interval` is the "
+            "confidence sequence: `betting`, `adaptive-betting`, `beta-binomial` or `group-sequential` "
+            "([statistics.md](statistics.md#sequential-runs-confidence-sequences)).", ""]
     out += table(SequentialOptions)
     return "\n".join(out).rstrip() + "\n"
 

@@ -33,7 +33,7 @@ class SequentialOptions:
     until_decided: bool = False
     batch: int = 10
     seed: int = 0
-    interval: str = "betting"  # or "adaptive-betting": predictable plug-in bets, narrower for spread-out data
+    interval: str = "betting"  # or adaptive-betting, beta-binomial, group-sequential (docs/statistics.md)
 
 
 @frozen(kw_only=True)
@@ -104,10 +104,10 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
         if verdict not in VERDICTS:
             raise ConfigError(f"unknown verdict {verdict!r}", where=doc.where(path + ("block_on", i)),
                               fix=f"use any of: {', '.join(VERDICTS)}")
-    if policy.sequential.interval not in ("betting", "adaptive-betting"):
+    if policy.sequential.interval not in ("betting", "adaptive-betting", "beta-binomial", "group-sequential"):
         raise ConfigError(f"unknown sequential interval {policy.sequential.interval!r}",
                           where=doc.where(path + ("sequential", "interval")),
-                          fix="use betting (the default) or adaptive-betting")
+                          fix="use betting (the default), adaptive-betting, beta-binomial or group-sequential")
     if policy.sequential.batch < 1:
         raise ConfigError(f"sequential.batch must be at least 1 case, got {policy.sequential.batch}",
                           where=doc.where(path + ("sequential", "batch")), fix="write batch: 10")

@@ -14,8 +14,9 @@ def plan(p: Any, margin: float, confidence: float) -> dict | None:
     """How many more pairs would decide the rule if the observed difference and discordance held.
 
     :param margin: the boundary as ``-margin`` (a fraction), as :func:`stats.planning_total` takes it.
-    :return: ``{"paired", "total", "discordance", "limit"}`` (``total`` None: no total up to
-        ``limit`` decides it; ``discordance`` in whole percent), graded differences' figures
+    :return: ``{"paired", "total", "discordance", "limit", "power"}`` (``total`` None: no total up to
+        ``limit`` decides it; ``discordance`` in whole percent; ``power``: the power-based figures of
+        :func:`power.pilot_power`, the total that decides it 80% of the time), graded differences' figures
         (:func:`_graded_planning`), or None when no pair differs (nothing to scale).
     """
     counts = p.discordant
@@ -24,8 +25,11 @@ def plan(p: Any, margin: float, confidence: float) -> dict | None:
     if sum(counts) == 0:
         return None
     b, c = counts
+    from oloproof_core.statistics.power import pilot_power
+
     return {"paired": p.n, "total": stats.planning_total(b, c, p.n, margin, confidence, limit=PLANNING_LIMIT),
-            "discordance": int(stats.round_half_up(100 * (b + c) / p.n, 0)), "limit": PLANNING_LIMIT}
+            "discordance": int(stats.round_half_up(100 * (b + c) / p.n, 0)), "limit": PLANNING_LIMIT,
+            "power": pilot_power(b, c, p.n, margin, confidence, limit=PLANNING_LIMIT)}
 
 
 def _graded_planning(p: Any, margin: float, confidence: float) -> dict | None:

@@ -11,10 +11,12 @@ by Ville's inequality it stays below 2/α at *every* sample size with probabilit
 (Waudby-Smith & Ramdas 2024, "Estimating means of bounded random variables by betting", JRSS-B
 86(1):1-27; Howard, Ramdas, McAuliffe & Sekhon 2021, "Time-uniform, nonparametric, nonasymptotic
 confidence sequences", Annals of Statistics 49(2):1055-1080). So in this mode every metric, pass/fail
-ones included, is summarised and decided with the betting interval, a confidence sequence valid
-under optional stopping. A case order drawn at random makes the cases run so far a random sample of
-the suite's. An ``observed_count`` rule counts the failures of the whole suite, so the cases not run
-count as possible failures: it can FAIL early, and PASS only once every case has run.
+ones included, is summarised and decided with a confidence sequence valid under optional stopping:
+the betting interval by default, or the one ``sequential.interval`` names (``adaptive-betting``,
+statistics/adaptive.py; ``beta-binomial`` and ``group-sequential``, statistics/sequences.py). A
+case order drawn at random makes the cases run so far a random sample of the suite's. An
+``observed_count`` rule counts the failures of the whole suite, so the cases not run count as
+possible failures: it can FAIL early, and PASS only once every case has run.
 """
 
 from __future__ import annotations

@@ -88,7 +88,9 @@ def _render(view: Mapping[str, Any]) -> str:
                    [[m["name"], (m["display"] or {}).get("difference", "—"), (m["display"] or {}).get("interval") or "—",
                      f"{m['paired']} paired · {m['missing']} missing · {m['excluded']} excluded"]
                     for m in view["metrics"]])]
-    planning = [f"- {d['rule']}: {d['planning']}" for d in view["decisions"] if d.get("planning")]
+    planning = [line for d in view["decisions"] if d.get("planning")
+                for line in [f"- {d['rule']}: {d['planning']}"]
+                + ([f"- {d['rule']}: {d['power']['line']}"] if d.get("power") else [])]
     if planning:
         out += ["", *planning]
     changed = view["changed_cases"]

@@ -164,9 +164,15 @@ def sequential_line(record: dict) -> str:
     return (f"Sequential: {how}, after {record['cases_run']} of {record['cases_total']} cases "
             f"(seed {record['seed']}, batches of {record['batch']}, {record['looks']} "
             f"look{'' if record['looks'] == 1 else 's'}); {record['cases_not_run']} cases and up to {calls} judge "
-            f"call{'' if calls == 1 else 's'} not made; intervals are "
-            f"{'variance-adaptive ' if record.get('interval') == 'adaptive-betting' else ''}betting confidence "
-            "sequences, valid at every look")
+            f"call{'' if calls == 1 else 's'} not made; intervals are {SEQUENCE_WORDS[record.get('interval', 'betting')]}")
+
+
+SEQUENCE_WORDS = {"betting": "betting confidence sequences, valid at every look",
+                  "adaptive-betting": "variance-adaptive betting confidence sequences, valid at every look",
+                  "beta-binomial": "beta-binomial mixture confidence sequences (betting for scores), valid at every "
+                                   "look",
+                  "group-sequential": "group-sequential, alpha spent over the planned looks (betting for scores), "
+                                      "valid at every look"}
 
 
 def cache_line(caches: dict) -> str:

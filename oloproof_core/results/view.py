@@ -74,7 +74,26 @@ def decision_entry(rule: Mapping[str, Any], verdict: str | None, reason: str, bl
         from oloproof_core.results.view import planning_line
 
         entry = {**entry, "planning": planning_line(plan) if plan else None}
+        if plan and plan.get("power"):
+            entry["power"] = power_entry(plan["paired"], plan["power"])
     return entry
+
+
+def power_entry(paired: int, power: Mapping[str, Any]) -> dict:
+    """The power-based planning figures of an undecided compare rule (statistics/power.py), with its line:
+    ``about 212 paired cases would decide it 80% of the time if the difference holds (at up to 19%
+    discordance)``. Only the JSON and Markdown views show it: the terminal's lines are the documented ones."""
+    percent = round(100 * power["power"])
+    discordance = int(round(100 * power["discordance"]))
+    if power["total"] is None:
+        line = (f"no total up to {power['limit']:,} paired cases would decide it {percent}% of the time, "
+                f"if the difference holds (at up to {discordance}% discordance)")
+    else:
+        line = (f"about {power['total']} paired cases would decide it {percent}% of the time if the difference "
+                f"holds (at up to {discordance}% discordance)")
+    return {"total": power["total"], "more": None if power["total"] is None else power["total"] - paired,
+            "power": power["power"], "difference": power["difference"], "discordance": power["discordance"],
+            "discordance_level": power["discordance_level"], "line": line}
 
 
 def _system(header: Mapping[str, Any]) -> dict:

@@ -1,5 +1,6 @@
-"""The variance-adaptive betting interval (predictable plug-in bets): an independent brute-force
-computation, seeded coverage, and width against the default betting interval on the same draws.
+"""The variance-adaptive betting confidence sequence (predictable plug-in bets): an independent
+brute-force computation, bets that depend on the past only, false PASS and false FAIL under repeated
+looks, seeded coverage, and width against the default betting interval on the same draws.
 
 Monte-Carlo tolerance: 3·√(0.95·0.05/R) (0.0276 at R = 560).
 """
@@ -12,18 +13,22 @@ import numpy as np
 import pytest
 from conftest import case
 
+from oloproof_core.engine.sequential import AnytimeMetric
+from oloproof_core.statistics import adaptive
 from oloproof_core.statistics.adaptive import adaptive_betting_interval
 from oloproof_core.statistics.intervals import betting_interval
 
 CONFIDENCE = 0.95
+ALPHA = 1 - CONFIDENCE
 
 
-def brute_force(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+def brute_force(values: list[float], confidence: float = CONFIDENCE, horizon: int | None = None) -> tuple[float, float]:
     """The same confidence set by a plain loop over the values and a fine grid of candidate means."""
-    alpha, n = 1 - confidence, len(values)
+    alpha = 1 - confidence
     bets, total, squares = [], 0.0, 0.0
     for i, y in enumerate(values, start=1):
-        bets.append(math.sqrt(2 * math.log(2 / alpha) / (n * (0.25 + squares) / i)))
+        scale = horizon if horizon is not None else i * math.log(1 + i)
+        bets.append(math.sqrt(2 * math.log(2 / alpha) / (scale * (0.25 + squares) / i)))
         total += y
         squares += (y - (0.5 + total) / (i + 1)) ** 2
     kept = []
@@ -39,10 +44,70 @@ def brute_force(values: list[float], confidence: float = CONFIDENCE) -> tuple[fl
 def test_adaptive_interval_matches_a_brute_force_computation(seed):
     rng = np.random.default_rng(seed)
     values = rng.beta(0.5, 0.5, 40).tolist()
-    low, high = adaptive_betting_interval(values)
-    want_low, want_high = brute_force(values)
-    assert low == pytest.approx(want_low, abs=6e-4) and high == pytest.approx(want_high, abs=6e-4)
-    assert low <= float(np.mean(values)) <= high
+    for horizon in (None, 40, 200):
+        low, high = adaptive_betting_interval(values, horizon=horizon)
+        want_low, want_high = brute_force(values, horizon=horizon)
+        assert low == pytest.approx(want_low, abs=6e-4) and high == pytest.approx(want_high, abs=6e-4)
+        assert low <= float(np.mean(values)) <= high
+
+
+def test_each_bet_depends_on_the_past_only():
+    # The bets on the first t values are the same whether the sequence stops at t or goes on: a look
+    # never re-sizes a bet already placed (before the fix, bets were sized with len(values)).
+    y = np.random.default_rng(7).random(300)
+    for horizon in (None, 300):
+        full = adaptive.bet_sizes(y, ALPHA, horizon)
+        for t in (1, 10, 57, 299):
+            assert np.array_equal(adaptive.bet_sizes(y[:t], ALPHA, horizon), full[:t])
+        path = adaptive.log_capital(y, 0.4, ALPHA, True, horizon, path=True)
+        assert path[56] == pytest.approx(float(adaptive.log_capital(y[:57], 0.4, ALPHA, True, horizon)))
+
+
+def test_the_capital_criterion_is_the_interval():
+    # A min rule PASSes when the lower bound is at least min, i.e. when K⁺(min) >= 2/α (K⁺ falls in m);
+    # it FAILs when the upper bound is below min, i.e. K⁻(min) >= 2/α.
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        n = int(rng.integers(5, 120))
+        y = rng.beta(0.7, 0.7, n) if rng.random() < 0.5 else (rng.random(n) < 0.7).astype(float)
+        m = float(rng.uniform(0.05, 0.95))
+        low, high = adaptive_betting_interval(y, horizon=150)
+        threshold = math.log(2 / ALPHA)
+        assert (low >= m) == (adaptive.log_capital(y, m, ALPHA, True, 150) >= threshold)
+        assert (high < m) == (adaptive.log_capital(y, m, ALPHA, False, 150) >= threshold)
+
+
+def test_a_sequential_run_tunes_the_bets_to_the_suite_size():
+    metric = AnytimeMetric(None, "adaptive-betting", total=200, batch=10)
+    values = np.random.default_rng(3).random(60).tolist()
+    assert metric.interval(values[:30], CONFIDENCE) == adaptive_betting_interval(values[:30], horizon=200)
+
+
+def false_decisions(y: np.ndarray, m: float, batch: int, horizon: int | None) -> tuple[float, float]:
+    """False PASS and false FAIL with the true mean at ``m``: the shipped capital recomputed from the
+    values seen at each look (as a sequential run recomputes the interval), a decision at any look."""
+    threshold = math.log(2 / ALPHA)
+    passed = np.zeros(len(y), bool)
+    failed = np.zeros(len(y), bool)
+    for t in range(batch, y.shape[1] + 1, batch):
+        passed |= adaptive.log_capital(y[:, :t], m, ALPHA, True, horizon) >= threshold
+        failed |= adaptive.log_capital(y[:, :t], m, ALPHA, False, horizon) >= threshold
+    return float(passed.mean()), float(failed.mean())
+
+
+@pytest.mark.parametrize(("draw", "mean", "total", "batch"), [
+    (lambda rng, shape: (rng.random(shape) < 0.5).astype(float), 0.5, 300, 10),
+    (lambda rng, shape: rng.beta(0.5, 0.5, shape), 0.5, 200, 5),
+], ids=["pass/fail", "scores"])
+def test_false_pass_and_fail_under_repeated_looks_stay_below_nominal(draw, mean, total, batch):
+    # The documented table (scripts/simulate_sequences.py) has the full grid; this is its fast subset.
+    y = draw(np.random.default_rng([total, batch]), (1000, total))
+    false_pass, false_fail = false_decisions(y, mean, batch, horizon=total)
+    assert false_pass <= ALPHA / 2 and false_fail <= ALPHA / 2
+    anytime_pass, anytime_fail = false_decisions(y, mean, batch, horizon=None)
+    assert anytime_pass <= ALPHA / 2 and anytime_fail <= ALPHA / 2
+
+
 
 
 def test_adaptive_interval_edges():
@@ -67,7 +132,7 @@ def test_adaptive_interval_covers_and_is_narrower_for_spread_out_data(data, n, d
     covered, widths, default_widths = 0, [], []
     for _ in range(replicates):
         values = draw(rng, n)
-        low, high = adaptive_betting_interval(values)
+        low, high = adaptive_betting_interval(values, horizon=n)
         covered += low <= mean <= high
         widths.append(high - low)
         default_low, default_high = betting_interval(values)
