@@ -10,6 +10,7 @@ ratio current / reference (below 1.0: faster).
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,8 +54,11 @@ def main() -> int:
                        check=True, capture_output=True)
         try:
             log(f"installing {args.reference} and this checkout into fresh virtualenvs")
+            current_src = work / "current-src"  # a copy: building never writes into the checkout
+            shutil.copytree(ROOT, current_src, ignore=shutil.ignore_patterns(
+                ".git", ".venv", ".ci-venv", ".nox", ".oloproof", "__pycache__", "*.egg-info", "build", "dist", "site"))
             sides = {"reference": venv_with(reference_src, work / "venv-reference"),
-                     "current": venv_with(ROOT, work / "venv-current")}
+                     "current": venv_with(current_src, work / "venv-current")}
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(reference_src)], cwd=ROOT, check=False)
         project = make_project(work / "one-case", 1, None)
