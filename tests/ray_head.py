@@ -30,7 +30,10 @@ class RayHead:
         self.ray = str(Path(sys.executable).with_name("ray"))
 
     def env(self) -> dict:
-        return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_ADDRESS": self.address}
+        # RAY_AUTH_MODE: a token in ~/.ray/auth_token (which a `ray.init()` that starts a cluster
+        # writes in Ray 2.60) would turn token authentication on for this head but not for
+        # `ray status`; the head listens on 127.0.0.1 only
+        return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_ADDRESS": self.address, "RAY_AUTH_MODE": "disabled"}
 
     def start(self) -> RayHead:
         # --block keeps the head's processes under this one, in a session of their own: stopping

@@ -169,3 +169,98 @@ def test_ctrl_c_leaves_a_resumable_run(tmp_path, ray_head):
     hits, misses = map(int, re.search(r"Cache: execution (\d+) hit/(\d+) miss", resumed.out).groups())
     assert hits >= finished and hits + misses == 60
     assert "60 / 60 observed · 0 missing" in resumed.out
+
+
+# -- a killed driver -------------------------------------------------------------------------------
+
+def started(pid: int) -> int | None:
+    """A process's start time, None when it is gone (or a zombie: it runs nothing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in (b"Z", b"X") else int(fields[19])
+
+
+def tree(root: int) -> dict[int, tuple[int, str]]:
+    """The descendants of ``root``: pid -> (start time, command line)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                ppid = int((entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = {}, [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            when = started(pid)
+            if pid not in found and when is not None:
+                with contextlib.suppress(OSError):
+                    found[pid] = (when, Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+                todo.append(pid)
+    return found
+
+
+def left_after(processes: dict[int, tuple[int, str]], seconds: float) -> tuple[dict, float]:
+    """Those of ``processes`` still running after ``seconds`` (sooner when none is), and the wait."""
+    start = time.monotonic()
+    while True:
+        left = {pid: p for pid, p in processes.items() if started(pid) == p[0]}
+        if not left or time.monotonic() - start > seconds:
+            return left, time.monotonic() - start
+        time.sleep(0.2)
+
+
+def killed_mid_run(project: Project, marks: Path, env: dict) -> tuple[subprocess.Popen, set[int]]:
+    proc = subprocess.Popen([sys.executable, "-m", "oloproof", "run"], cwd=project.root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: len({m.name.split("-")[0] for m in marks.iterdir()}) >= 2)
+    return proc, {int(m.name.split("-")[0]) for m in marks.iterdir()}
+
+
+def test_a_killed_driver_leaves_no_actor_on_the_cluster(tmp_path, ray_head):
+    """On a cluster started elsewhere, the replicas are the job's actors, owned by the driver: when
+    it is SIGKILLed, Ray ends them (and its idle workers of that job)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project = slow_project(tmp_path / "p", 200, "{type: ray, replicas: 2, batch_size: 2}", marks, 0.3)
+    proc, replicas = killed_mid_run(project, marks, {**ray_head.env(), "NO_COLOR": "1"})
+    jobs = {pid: p for pid, p in tree(ray_head.proc.pid).items() if p[1].startswith(("ray::Replica", "ray::StageReader"))}
+    assert set(jobs) >= replicas, (jobs, replicas)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    left, waited = left_after(jobs, 20)
+    assert not left, f"still running {waited:.0f} s after the driver was killed: {left}"
+    assert not [p for p in tree(ray_head.proc.pid).values() if p[1].startswith(("ray::Replica", "ray::StageReader"))]
+
+
+def test_a_killed_driver_takes_the_cluster_it_started_with_it(tmp_path):
+    """With no cluster to join, ``oloproof run`` starts one; SIGKILLed mid-run, every process it
+    started (the GCS, the raylet, its agents, the replicas) ends within seconds: Ray alone left the
+    agents for a minute (plugins/oloproof_ray/watchdog.py)."""
+    pytest.importorskip("ray")
+    import tempfile
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project = slow_project(tmp_path / "p", 200, "{type: ray, replicas: 2, batch_size: 2}", marks, 0.3)
+    temp = tempfile.mkdtemp(prefix="oray")  # short: Ray's socket paths have a length limit
+    # RAY_AUTH_MODE: a cluster that ray.init() starts would otherwise write ~/.ray/auth_token
+    env = {**os.environ, "NO_COLOR": "1", "RAY_ADDRESS": "local", "RAY_TMPDIR": temp, "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_AUTH_MODE": "disabled"}
+    proc, replicas = killed_mid_run(project, marks, env)
+    processes = tree(proc.pid)
+    try:
+        commands = " ".join(p[1] for p in processes.values())
+        assert "raylet" in commands and "gcs_server" in commands and "watchdog.py" in commands, commands
+        assert replicas <= set(processes)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        left, waited = left_after(processes, 20)
+        assert not left, f"still running {waited:.0f} s after the driver was killed: {left}"
+    finally:
+        for pid, (when, _) in processes.items():  # this test's own leftovers, should it fail
+            if started(pid) == when:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)

@@ -3,8 +3,10 @@
 The pages are Jinja2 templates (autoescaped: everything a case holds is untrusted text) rendered
 from the view models of :mod:`oloproof_core.views`, served by aiohttp on 127.0.0.1. Every handler
 is a GET that only reads; the pages use no JavaScript, and a Content-Security-Policy forbids any
-script, remote resource or form target off the viewer. ``export_html`` renders the same pages
-into one self-contained file.
+script, remote resource or form target off the viewer. A middleware answers only the Host names
+the viewer was started for (:mod:`oloproof_core.viewer.guard`), and a page the store fails is a
+500 page and one line on stderr. ``export_html`` renders the same pages into one self-contained
+file.
 """
 
 from __future__ import annotations
@@ -139,11 +141,46 @@ def export_html(store: Any, plugins: Any, target: str) -> str:
     return html.replace('<meta charset="utf-8">', '<meta charset="utf-8">\n' + meta, 1)
 
 
-def make_app(store: Any, plugins: Any) -> Any:
-    """The aiohttp application: GET routes only."""
+REFUSED = {400: ("Bad request", "This request has no single, well-formed Host header."),
+           403: ("Forbidden", "A request that could change something must come from a page of this viewer."),
+           421: ("Misdirected request", "This viewer answers only the names it was started for.")}
+
+
+def make_app(store: Any, plugins: Any, names: Any = None, log: Any = None) -> Any:
+    """The aiohttp application: GET routes only. ``names`` (a :class:`guard.Names`) are the Host
+    values answered, every other request refused with no data (None checks nothing: only for an
+    application served behind a check of its own); ``log(line)`` is told, in one line, of a page
+    that failed (default: stderr)."""
     from aiohttp import web
 
+    from oloproof_core.model.errors import OloproofError, error_line
+    from oloproof_core.outputs.report import printable
+
     pages, links = Pages(store, plugins), ServedLinks()
+    headers = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+    if log is None:
+        import sys
+
+        def log(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
+    def short(title: str, text: str, status: int) -> web.Response:
+        body = pages.env.from_string(
+            '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title></head>'
+            '<body><h1>{{ title }}</h1><p>{{ text }}</p></body></html>').render(title=title, text=text)
+        return web.Response(text=body, status=status, content_type="text/html", headers=headers)
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+        if names is not None:
+            from oloproof_core.viewer.guard import verdict
+
+            sockname = request.transport.get_extra_info("sockname") if request.transport else None
+            routed = getattr(request.match_info, "http_exception", None) is None
+            refused = verdict(names, request.method, request.headers, sockname[0] if sockname else None, routed)
+            if refused is not None:
+                return short(*REFUSED[refused], refused)
+        return await handler(request)
 
     def page(render: Any) -> Any:
         async def handler(request: web.Request) -> web.Response:
@@ -154,13 +191,17 @@ def make_app(store: Any, plugins: Any) -> Any:
                     '{% extends "base.html" %}{% block body %}<h1>Not found</h1><p>{{ problem }}</p>'
                     '<p><a href="/">All runs</a></p>{% endblock %}').render(links=links, problem=exc.problem)
                 status = 404
-            return web.Response(text=body, status=status, content_type="text/html",
-                                headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
-                                         "Referrer-Policy": "no-referrer"})
+            except Exception as exc:  # noqa: BLE001 - a store that cannot be read, or a bug: a page and one line
+                line = error_line(exc)[0]
+                log(printable(f"error: {request.method} {request.path}: {line}"))
+                shown = line if isinstance(exc, (OloproofError, OSError)) else (
+                    f"internal error ({type(exc).__name__}): the viewer's terminal has the line to report")
+                return short("The store could not be read", shown, 500)
+            return web.Response(text=body, status=status, content_type="text/html", headers=headers)
 
         return handler
 
-    app = web.Application()
+    app = web.Application(middlewares=[guard])
     app.router.add_get("/", page(lambda r: pages.runs(dict(r.query), links)))
     app.router.add_get("/runs/{run}", page(lambda r: pages.run(r.match_info["run"], dict(r.query), links)))
     app.router.add_get("/runs/{run}/cases/{case}",
@@ -169,25 +210,44 @@ def make_app(store: Any, plugins: Any) -> Any:
     return app
 
 
-def serve(store: Any, plugins: Any, host: str, port: int, announce: Any, open_browser: bool = False) -> None:
-    """Serve until Ctrl-C; ``announce(url)`` is called once the socket listens."""
+def probe(store: Any) -> None:
+    """Open the store and read it once, so a store that cannot be opened (not a database, no
+    permission, a server that does not answer) stops the viewer before it listens. The id looked
+    up cannot be a run's (ids start with a timestamp's first digit, 0 to 7), so no run is read;
+    an unknown id is a ConfigError, which means the store answered."""
+    try:
+        store.resolve_run("run_ZZZZZZZZZZZZZZZZZZZZZZZZZZ")
+    except ConfigError:
+        pass
+
+
+def serve(store: Any, plugins: Any, host: str, port: int, announce: Any, open_browser: bool = False,
+          allowed: tuple[str, ...] = ()) -> None:
+    """Serve until Ctrl-C; ``announce(url)`` is called once the socket listens. ``allowed``: more
+    Host names answered (``--allow-host``)."""
     import asyncio
 
     from aiohttp import web
 
+    from oloproof_core.viewer.guard import Names
+
+    _one_line_logs()
+
     async def main() -> None:
-        runner = web.AppRunner(make_app(store, plugins), access_log=None)
+        holder: dict = {}
+        runner = web.AppRunner(make_app(store, plugins, _LateNames(holder)), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
-        await site.start()
-        bound = site._server.sockets[0].getsockname()[1] if port == 0 else port
-        url = f"http://{host if ':' not in host else f'[{host}]'}:{bound}/"
-        announce(url)
-        if open_browser:
-            import webbrowser
-
-            webbrowser.open(url)
         try:
+            await site.start()
+            bound = site._server.sockets[0].getsockname()[1] if port == 0 else port
+            holder["names"] = Names(host, bound, allowed)
+            url = f"http://{host if ':' not in host else f'[{host}]'}:{bound}/"
+            announce(url)
+            if open_browser:
+                import webbrowser
+
+                webbrowser.open(url)
             await asyncio.Event().wait()
         finally:
             await runner.cleanup()
@@ -196,3 +256,42 @@ def serve(store: Any, plugins: Any, host: str, port: int, announce: Any, open_br
         asyncio.run(main())
     except KeyboardInterrupt:
         pass
+
+
+def _one_line_logs() -> None:
+    """aiohttp's own complaints (a request it cannot parse, a client gone) as one line each on
+    stderr, never a traceback."""
+    import logging
+    import sys
+
+    from oloproof_core.outputs.report import printable
+
+    class OneLine(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                exc = record.exc_info[1] if record.exc_info else None
+                detail = str(exc).strip().splitlines()[-1:] if exc is not None else []
+                text = record.getMessage() + (f": {type(exc).__name__}: {detail[0].strip()}" if detail else "")
+                print(printable(f"warning: viewer: {text}"), file=sys.stderr, flush=True)
+            except Exception:  # noqa: BLE001 - a log line must never stop the viewer
+                pass
+
+    for name in ("aiohttp.server", "aiohttp.web", "aiohttp.access"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [OneLine(logging.WARNING)]
+        logger.propagate = False
+
+
+class _LateNames:
+    """The viewer's names, known once the port is bound (``--port 0``); nothing is answered before."""
+
+    def __init__(self, holder: dict):
+        self.holder = holder
+
+    def allows(self, value: str | None, reached: str | None = None) -> bool:
+        names = self.holder.get("names")
+        return names is not None and names.allows(value, reached)
+
+    def same_origin(self, origin: str | None, host: str | None) -> bool:
+        names = self.holder.get("names")
+        return names is not None and names.same_origin(origin, host)

@@ -7,7 +7,9 @@ file, then executes batches of cases and sends the executions back. This process
 store and the caches; the system's stage caches are read on the workers through one reader on this
 machine and written here. A replica whose process dies is restarted and its batch retried; a batch
 that fails on every attempt leaves its cases missing with the reason. Ctrl-C cancels the remote
-work; the run is stored interrupted and resumes from the cache like any other.
+work; the run is stored interrupted and resumes from the cache like any other. A driver killed
+outright leaves nothing running: Ray ends the actors it owns, and a cluster it started is ended
+by a watchdog (watchdog.py) when Ray alone would leave its agents for a minute.
 """
 
 from __future__ import annotations
@@ -151,6 +153,7 @@ class RayExecutor:
         self.actors: list = []  # the replicas and the reader, across a run's batches
         self.replicas: list = []
         self.started = False
+        self.watchdog: Any = None  # ends the cluster this process started, should it be killed
 
     def _connect(self, ray: Any, project_dir: str) -> bool:
         """Join (or start) the cluster with the project as the working directory; True when this
@@ -169,6 +172,7 @@ class RayExecutor:
             runtime_env["env_vars"] = {name: os.environ[name] for name in self.options.env_vars}
         ray.init(address=self.options.address, runtime_env=runtime_env, logging_level=logging.WARNING,
                  log_to_driver=False, configure_logging=False)
+        self.watchdog = _watch_own_cluster()
         return True
 
     def _start(self, ray: Any, work: Any) -> None:
@@ -199,6 +203,8 @@ class RayExecutor:
             ray.kill(actor)
         self.actors, self.replicas = [], []
         if self.started:
+            _unwatch(self.watchdog)
+            self.watchdog = None
             ray.shutdown()
             self.started = False
 
@@ -249,6 +255,54 @@ class RayExecutor:
             for ref in in_flight:
                 ray.cancel(ref)
             raise
+
+
+def _watch_own_cluster() -> Any:
+    """When ``ray.init`` started a cluster in this process (the raylet is our child), a watchdog
+    that ends that cluster's processes should this process be killed (watchdog.py says why Ray
+    alone leaves its agents for a minute). None on a cluster started elsewhere: there the job's
+    actors are owned by this process, and Ray ends them when it dies (tests/test_ray_executor.py)."""
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    if "raylet" not in _children(os.getpid()):
+        return None
+    return subprocess.Popen([sys.executable, str(Path(__file__).with_name("watchdog.py")), str(os.getpid())],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # not in the driver's process group: a group signal spares it
+
+
+def _children(pid: int) -> set[str]:
+    """The names (``comm``) of the processes whose parent is ``pid``, from /proc."""
+    names = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                head, _, tail = (entry / "stat").read_bytes().rpartition(b")")
+                if int(tail.split()[1]) == pid:
+                    names.add(head.partition(b"(")[2].decode("utf-8", "replace"))
+            except (OSError, IndexError, ValueError):
+                pass
+    return names
+
+
+def _unwatch(watchdog: Any) -> None:
+    """The driver is finishing normally: the watchdog leaves, and Ray shuts its cluster down."""
+    if watchdog is None:
+        return
+    import contextlib
+    import subprocess
+
+    with contextlib.suppress(OSError, ValueError):
+        watchdog.stdin.write(b"exit")
+        watchdog.stdin.close()
+    try:
+        watchdog.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        watchdog.kill()
+        watchdog.wait()
 
 
 @hookimpl

@@ -6,6 +6,7 @@ dsn password that never appears anywhere."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 
@@ -237,6 +238,14 @@ def test_the_viewer_and_the_cache_command_on_the_team_store(team):
         assert "69.2%" in html and "[38.5%, 91.0%]" in html  # the documented answer_correct row
         with urlopen(f"{url}runs/{rid}/cases/money_back", timeout=30) as page:
             assert "Case money_back" in page.read().decode("utf-8")
+        from urllib.error import HTTPError
+        from urllib.request import Request
+
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        with pytest.raises(HTTPError) as forged:  # DNS rebinding: another name gets no data
+            urlopen(Request(f"{url}runs/{rid}", headers={"Host": f"evil.example:{port}"}), timeout=30)
+        assert forged.value.code == 421 and rid not in forged.value.read().decode("utf-8")
+        forged.value.close()
     finally:
         viewer.send_signal(signal.SIGINT)
         assert viewer.wait(timeout=20) == 0
@@ -244,6 +253,19 @@ def test_the_viewer_and_the_cache_command_on_the_team_store(team):
         viewer.stderr.close()
     cleared = run(team, "cache", "clear", "stage:generate")
     assert cleared.out.strip() == "Cleared stage:generate: 13 entries", cleared
+
+
+def test_the_viewer_refuses_to_start_on_a_server_it_cannot_reach(tmp_path):
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    port = dead.getsockname()[1]  # bound, never listening: the connection is refused
+    try:
+        result = olo("view", "--port", "0", "--store", f"postgresql://oloproof@127.0.0.1:{port}/nope", cwd=tmp_path,
+                     timeout=60)
+    finally:
+        dead.close()
+    assert result.code == 2, result
+    assert result.out == "" and result.err.count("\n") == 1 and "could not reach the server" in result.err
 
 
 @pytest.mark.slow
