@@ -121,7 +121,7 @@ def test_export_html_refuses_devices_and_fifos(sneaky):
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (("view", "--port", "99999"), "error: Invalid value for '--port': 99999 is not in the range 0<=x<=65535; fix: see"),
+    (("view", "--port", "99999"), "error: --port: '99999' is not a port number; fix: pass a number from 1 to 65535"),
     (("run", "--no-such-option"), "error: No such option '--no-such-option'"),
     (("export",), "error: Missing argument 'RUN_ID'; fix: see `oloproof export --help`"),
     (("no-such-command",), "error: No such command 'no-such-command'"),
