@@ -56,6 +56,8 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
                     "artifacts": record.get("artifacts", {}), "judgments": record["judgments"]}
             if "missing" in record:
                 line["missing"] = record["missing"]
+            if "unrecorded" in record:  # a traced case whose spans never came (docs/traces.md)
+                line["unrecorded"] = record["unrecorded"]
             count += 1
             # allow_nan=False: a bundle is JSON any strict parser reads
             yield json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"

@@ -245,6 +245,9 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
             not_run = len(suite.cases) - len(step.indices)
             header.update(sequential=step.record, cases=len(step.indices))
             finished([(suite.cases[i], e, j, []) for i, e, j in zip(step.indices, step.executions, step.judgments)])
+        traced = getattr(system, "trace_figures", None)  # a traced system (traces:): its receiver's figures
+        if traced is not None:
+            header["traces"] = traced()
         outcome, summary = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges,
                                      not_run, interrupted, sequential is not None)
         writer.finish(header, summary)

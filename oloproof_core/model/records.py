@@ -51,17 +51,23 @@ class Execution:
     missing: str | None = None
     seconds: float = 0.0
     stages: Mapping[str, str] = field(factory=dict)  # stage name -> "hit" | "miss", for staged systems
+    # why the artifacts are absent though there is an output (``no_trace_spans``): every criterion
+    # that reads an artifact is missing with this reason
+    unrecorded: str | None = None
 
     def to_data(self) -> dict:
         data: dict = {"output": self.output, "artifacts": {k: list(v) for k, v in self.artifacts.items()}}
         if self.missing is not None:
             data["missing"] = self.missing
+        if self.unrecorded is not None:
+            data["unrecorded"] = self.unrecorded
         return data
 
     @classmethod
     def from_data(cls, data: Mapping) -> Execution:
         artifacts = {k: tuple(v) for k, v in data.get("artifacts", {}).items()}
-        return cls(output=data.get("output"), artifacts=artifacts, missing=data.get("missing"))
+        return cls(output=data.get("output"), artifacts=artifacts, missing=data.get("missing"),
+                   unrecorded=data.get("unrecorded"))
 
 
 Status = Literal["pass", "fail", "score", "excluded", "missing"]
