@@ -165,13 +165,22 @@ def make_app(provider: TracerProvider) -> web.Application:
     return web_app
 
 
-if __name__ == "__main__":
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8767
+def provider_from_environment() -> TracerProvider:
+    """The standard variables: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (``http://127.0.0.1:4318``),
+    ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``http/protobuf`` or ``http/json``),
+    ``OTEL_BSP_SCHEDULE_DELAY`` (200 ms here) and ``OTEL_TRACES_EXPORTER=none`` (no export)."""
+    if os.environ.get("OTEL_TRACES_EXPORTER", "otlp") == "none":
+        return TracerProvider(resource=Resource.create({"service.name": "support-rag"}))
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-    provider = tracer_provider(exporter_for(endpoint, protocol))
-    print(f"serving on http://127.0.0.1:{port}/answer, exporting spans to {endpoint} ({protocol})", flush=True)
+    return tracer_provider(exporter_for(endpoint, protocol), float(os.environ.get("OTEL_BSP_SCHEDULE_DELAY", 200)))
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8767
+    provider = provider_from_environment()
+    print(f"serving on http://127.0.0.1:{port}/answer", flush=True)
     try:
-        web.run_app(make_app(provider), host="127.0.0.1", port=port, print=None)
+        web.run_app(make_app(provider), host="127.0.0.1", port=port, print=None, access_log=None)
     finally:
         provider.shutdown()

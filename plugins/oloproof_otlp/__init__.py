@@ -26,6 +26,7 @@ from attrs import frozen
 from oloproof import ConfigError, hookimpl
 
 PATH = "/v1/traces"
+WAITING = 2048  # cases of an asynchronous system that may wait for their spans at once
 
 
 @frozen(kw_only=True)
@@ -388,7 +389,8 @@ class AsyncTraced(Traced):
     def spread(self, concurrency: int) -> int:
         """The work's concurrency ``concurrency`` caps the calls; this many cases may be in flight."""
         self.limit = concurrency
-        return concurrency + max(64, concurrency * 8)
+        # a waiting case costs a future: enough of them that the grace period never paces the run
+        return concurrency + WAITING
 
     async def aexecute(self, case: Any, recorder: Any) -> Any:
         import asyncio
