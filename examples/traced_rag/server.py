@@ -45,7 +45,9 @@ class OTLPJsonExporter(SpanExporter):
     def __init__(self, endpoint: str):
         self.endpoint = endpoint
 
-    def export(self, spans) -> SpanExportResult:
+    @staticmethod
+    def document(spans) -> dict:
+        """The SDK's own protobuf export request, as OTLP/JSON (hex ids)."""
         from google.protobuf.json_format import MessageToDict
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
@@ -56,6 +58,10 @@ class OTLPJsonExporter(SpanExporter):
                     for key in ("traceId", "spanId", "parentSpanId"):
                         if span.get(key):
                             span[key] = base64.b64decode(span[key]).hex()
+        return data
+
+    def export(self, spans) -> SpanExportResult:
+        data = self.document(spans)
         request = urllib.request.Request(self.endpoint, data=json.dumps(data).encode("utf-8"), method="POST",
                                          headers={"Content-Type": "application/json"})
         try:
@@ -67,6 +73,16 @@ class OTLPJsonExporter(SpanExporter):
 
     def shutdown(self) -> None:
         pass
+
+
+class OTLPJsonFileExporter(OTLPJsonExporter):
+    """Spans appended to a file as the collector's file exporter writes them: one OTLP/JSON
+    export request a line (``OTEL_TRACES_FILE``), for ``oloproof cases from-traces``."""
+
+    def export(self, spans) -> SpanExportResult:
+        with open(self.endpoint, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(self.document(spans)) + "\n")
+        return SpanExportResult.SUCCESS
 
 
 def exporter_for(endpoint: str, protocol: str) -> SpanExporter:
@@ -168,9 +184,12 @@ def make_app(provider: TracerProvider) -> web.Application:
 def provider_from_environment() -> TracerProvider:
     """The standard variables: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (``http://127.0.0.1:4318``),
     ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``http/protobuf`` or ``http/json``),
-    ``OTEL_BSP_SCHEDULE_DELAY`` (200 ms here) and ``OTEL_TRACES_EXPORTER=none`` (no export)."""
+    ``OTEL_BSP_SCHEDULE_DELAY`` (200 ms here), ``OTEL_TRACES_EXPORTER=none`` (no export) and
+    ``OTEL_TRACES_FILE`` (OTLP/JSON lines appended to that file instead)."""
     if os.environ.get("OTEL_TRACES_EXPORTER", "otlp") == "none":
         return TracerProvider(resource=Resource.create({"service.name": "support-rag"}))
+    if os.environ.get("OTEL_TRACES_FILE"):  # production's spans kept in a file, for `cases from-traces`
+        return tracer_provider(OTLPJsonFileExporter(os.environ["OTEL_TRACES_FILE"]))
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
     return tracer_provider(exporter_for(endpoint, protocol), float(os.environ.get("OTEL_BSP_SCHEDULE_DELAY", 200)))

@@ -247,7 +247,9 @@ def oloproof_register_trace_receivers(registry: Any) -> None:
         keeps (``endpoint``, spans filed and ignored); ``spread(concurrency) -> int``, when it has
         one, lets more cases wait for their spans than the system is called for at once. A case
         whose spans never came sets ``recorder.unrecorded = "no_trace_spans"``: its artifact
-        criteria are missing with that reason. ``close()`` stops the receiver.
+        criteria are missing with that reason. ``close()`` stops the receiver. An optional
+        ``read_file=`` given to ``registry.add`` (``read_file(text) -> spans``) reads exported
+        spans from a file, for ``oloproof cases from-traces``.
 
     .. versionadded:: 0.3
     """

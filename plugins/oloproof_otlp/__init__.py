@@ -420,4 +420,4 @@ class AsyncTraced(Traced):
 
 @hookimpl
 def oloproof_register_trace_receivers(registry):
-    registry.add("otlp", Receiver, options=Options)
+    registry.add("otlp", Receiver, options=Options, read_file=read_file_spans)

@@ -324,3 +324,58 @@ def test_an_unknown_receiver_names_the_known_ones(project):
     result = project.run("run")
     assert result.code == 2, result
     assert "zipkin" in result.text and "otlp" in result.text
+
+
+# -- production traces as cases -----------------------------------------------------------------------
+
+
+def test_cases_from_traces_keep_the_question_the_answer_and_the_retrieval_to_replay(example):
+    import urllib.request
+
+    server, folder = example
+    spans_file = folder / "spans.jsonl"
+    spans_file.unlink(missing_ok=True)
+    service = Service(server, server.tracer_provider(server.OTLPJsonFileExporter(str(spans_file)), 50))
+    questions = [json.loads(line)["input"]["question"]
+                 for line in (BLACKBOX / "cases.jsonl").read_text(encoding="utf-8").splitlines()]
+    answers = {}
+    try:
+        for question in questions:  # production traffic: no traceparent, the service's own traces
+            request = urllib.request.Request(service.url, data=json.dumps({"question": question}).encode(),
+                                             headers={"Content-Type": "application/json", "X-User": "u"})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                answers[question] = json.loads(response.read())
+    finally:
+        service.stop()  # flushes the batch processor into the file
+    project = Project(folder)
+    made = project.run("cases", "from-traces", "spans.jsonl", "-o", "cases.from-traces.jsonl",
+                       "--redact", "llm.output_messages.*", "--mapping", "openinference")
+    assert made.code == 0, made
+    assert f"Wrote {len(questions)} cases to cases.from-traces.jsonl from {len(questions)} traces" in made.out
+    cases = [json.loads(line) for line in (folder / "cases.from-traces.jsonl").read_text().splitlines()]
+    by_question = {c["input"]["question"]: c for c in cases}
+    assert set(by_question) == set(questions)
+    for question, reply in answers.items():
+        meta = by_question[question]["metadata"]
+        assert meta["production_answer"] == reply["result"]["answer"]
+        assert meta["recorded_retrieval"] == reply["evidence"]["retrieval"]
+        assert meta["production_citations"] == reply["result"]["citations"]
+    sampled = project.run("cases", "from-traces", "spans.jsonl", "-o", "five.jsonl", "--sample", "5", "--seed", "3",
+                          "--where", "openinference.span.kind=RETRIEVER")
+    assert sampled.code == 0, sampled
+    assert len((folder / "five.jsonl").read_text().splitlines()) == 5
+    # redacted attributes are gone before anything is read into a case
+    hidden = project.run("cases", "from-traces", "spans.jsonl", "-o", "hidden.jsonl", "--redact", "output.value",
+                         "--redact", "llm.output_messages.*", "--redact", "retrieval.documents.*.document.content")
+    assert hidden.code == 0, hidden
+    text = (folder / "hidden.jsonl").read_text()
+    assert all(reply["result"]["answer"] not in text for reply in answers.values())
+    assert all(json.loads(line)["metadata"]["production_answer"] is None for line in text.splitlines())
+    # the staged replay of the recorded retrievals records exactly what production retrieved
+    replayed = project.run("run", "--config", "oloproof.replay.yaml")
+    assert replayed.code == 0, replayed
+    for record in records(project, replayed).values():
+        question = record["input"]["question"]
+        assert record["artifacts"]["retrieval/v1"][-1]["candidates"] == answers[question]["evidence"]["retrieval"][
+            "candidates"]
+        assert record["output"]["answer"] == answers[question]["result"]["answer"]
