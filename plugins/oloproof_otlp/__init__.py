@@ -27,6 +27,7 @@ from oloproof import ConfigError, hookimpl
 
 PATH = "/v1/traces"
 WAITING = 2048  # cases of an asynchronous system that may wait for their spans at once
+WAITING_THREADS = 32  # and of a synchronous one (a thread each)
 
 
 @frozen(kw_only=True)
@@ -358,12 +359,24 @@ class Traced:
     def trace_figures(self) -> dict:
         return self.receiver.describe()
 
+    calls: Any = None
+
+    def spread(self, concurrency: int) -> int:
+        """Threads waiting for their spans hold no call slot: ``concurrency`` calls at once, and
+        up to ``WAITING_THREADS`` more cases waiting."""
+        self.calls = threading.BoundedSemaphore(concurrency)
+        return concurrency + WAITING_THREADS
+
     def execute(self, case: Any, recorder: Any) -> Any:
         pending = self.receiver.open()
         recorder.traceparent = pending.traceparent
         token = otel_context(pending.traceparent)
         try:
-            output = self.inner.execute(case, recorder)
+            if self.calls is None:
+                output = self.inner.execute(case, recorder)
+            else:
+                with self.calls:
+                    output = self.inner.execute(case, recorder)
         except BaseException:
             self.receiver.forget(pending)
             raise

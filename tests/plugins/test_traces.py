@@ -379,3 +379,56 @@ def test_cases_from_traces_keep_the_question_the_answer_and_the_retrieval_to_rep
         assert record["artifacts"]["retrieval/v1"][-1]["candidates"] == answers[question]["evidence"]["retrieval"][
             "candidates"]
         assert record["output"]["answer"] == answers[question]["result"]["answer"]
+
+
+LABELLED = """system:
+  name: support-rag-replay
+  version: tutorial
+  rag:
+    object: replay:ProductionReplay
+cases: labelled.jsonl
+evaluators:
+  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+  - {type: hit_rate, k: 2}
+"""
+
+
+def diagnosis_lines(project: Project, config: str) -> list[str]:
+    """The labels of a gold-context diagnosis and of a top-k 4 replay of a run of ``config``."""
+    run = project.run("run", "--config", config)
+    assert run.code in (0, 1, 3), run  # the staged example's policy blocks its gate
+    run_id = next(word for word in run.out.split() if word.startswith("run_"))
+    lines = []
+    for extra in ((), ("--top-k", "4")):
+        intervention = "top-k" if extra else "gold-context"
+        result = project.run("diagnose", run_id, "--config", config, "--intervention", intervention,
+                             "--criterion", "answer_correct", *extra)
+        assert result.code == 0, result
+        lines += [line for line in result.out.splitlines()
+                  if line.startswith(("Recovered", "Confirmed", "RETRIEVAL_MISS", "CONTEXT_", "GENERATION_",
+                                      "RANKED_OUT"))]
+    return lines
+
+
+@pytest.mark.slow  # two runs and four diagnoses
+def test_a_replay_of_production_traces_is_diagnosed_as_the_staged_example(example, tmp_path):
+    """The cases from-traces wrote, labelled as the tutorial's, replayed: the same diagnosis
+    labels and the same top-k recoveries as examples/support_rag, the staged version."""
+    _, folder = example
+    produced = folder / "cases.from-traces.jsonl"
+    if not produced.is_file():
+        pytest.skip("needs the cases of test_cases_from_traces_keep_the_question_the_answer_and_the_retrieval")
+    labels = {json.loads(line)["input"]["question"]: json.loads(line)
+              for line in (BLACKBOX / "cases.jsonl").read_text(encoding="utf-8").splitlines()}
+    rows = []
+    for line in produced.read_text(encoding="utf-8").splitlines():
+        case = json.loads(line)
+        source = labels[case["input"]["question"]]
+        rows.append({**case, "id": source["id"], "expected": source["expected"]})
+    (folder / "labelled.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (folder / "oloproof.labelled.yaml").write_text(LABELLED, encoding="utf-8")
+    staged = tmp_path / "support_rag"
+    shutil.copytree(ROOT / "examples" / "support_rag", staged, ignore=shutil.ignore_patterns("__pycache__", ".oloproof"))
+    replayed = diagnosis_lines(Project(folder), "oloproof.labelled.yaml")
+    assert any(line.startswith("CONTEXT_ASSEMBLY_LOSS") for line in replayed)
+    assert replayed == diagnosis_lines(Project(staged), "oloproof.yaml")
