@@ -26,12 +26,14 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Report the speed targets as ratios to references measured in the same run (PASS or MISS,
     informative: the session never fails on a figure), then the http transports and the rest."""
-    session.install("-e", ".", "httpx-aiohttp>=0.1.8")  # the former http client, for the comparison
+    # the former http client, for the comparison; the OpenTelemetry SDK for the traced service
+    session.install("-e", ".", "httpx-aiohttp>=0.1.8", "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http")
     session.run("python", "benchmarks/targets.py", *session.posargs)
     session.run("python", "benchmarks/http_bench.py", "--transports")
     session.run("python", "benchmarks/fingerprint_bench.py")
     session.run("python", "benchmarks/viewer_bench.py")
     session.run("python", "benchmarks/case_reading.py")
+    session.run("python", "benchmarks/traces_bench.py")  # a traced run over an untraced one, 1,000 cases
     session.run("python", "benchmarks/startup_vs.py")  # --help and a 1-case run against the flat-core release
 
 

@@ -14,7 +14,7 @@ from oloproof_core.model.records import (
     StageCache, SystemContext, select, tally,
 )
 from oloproof_core.model.retrieval import (
-    AtKEvaluator, AtKOptions, Evidence, context_names, evidence_words, latest, observe, one_of, ranked_units,
+    AtKEvaluator, AtKOptions, Evidence, context_from_prompt, context_names, evidence_words, latest, observe, one_of, ranked_units,
     relevant_units, retrieval_data, retrieval_from_data, unit_key, whole_documents,
 )
 from oloproof_core.engine.recording import (
@@ -91,6 +91,7 @@ __all__ = [
     "check_rows",
     "checksum",
     "code_fingerprint",
+    "context_from_prompt",
     "context_names",
     "current_case",
     "digest",

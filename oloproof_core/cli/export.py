@@ -62,6 +62,8 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
                 line["missing"] = record["missing"]
             if "escaped" in record:  # where a lone surrogate from outside was escaped
                 line["escaped"] = record["escaped"]
+            if "unrecorded" in record:  # a traced case whose spans never came (docs/traces.md)
+                line["unrecorded"] = record["unrecorded"]
             count += 1
             # allow_nan=False: a bundle is JSON any strict parser reads
             yield json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"

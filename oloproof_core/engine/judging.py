@@ -53,6 +53,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
                 judgments[i][evaluator.criterion] = Judgment.missing("interrupted")
             elif execution.missing is not None:
                 judgments[i][evaluator.criterion] = Judgment.missing(execution.missing)
+            elif execution.unrecorded is not None and getattr(evaluator, "reads", ()):
+                judgments[i][evaluator.criterion] = Judgment.missing(execution.unrecorded)
             else:
                 if pair is None:
                     pair = digest({"case": case.to_data(), "execution": execution.to_data()})

@@ -124,6 +124,11 @@ class Recorder:
         self.case = case
         self.items: list[tuple[str, Any]] = []
         self.sources: dict[int, str] = {}  # item index -> where the value came from, for messages
+        #: the W3C ``traceparent`` of this case's trace when the run receives traces (``traces:``):
+        #: a system sends it with its request (the ``http`` system does), else None
+        self.traceparent: str | None = None
+        #: why the case's artifacts are absent (``no_trace_spans``): its artifact criteria are missing
+        self.unrecorded: str | None = None
 
     @property
     def trial(self) -> int:

@@ -252,6 +252,9 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                                       "earlier_seeds": sorted({e["seed"] for e in earlier}, key=str)},
                           cases=len(step.indices))
             finished([(suite.cases[i], e, j, []) for i, e, j in zip(step.indices, step.executions, step.judgments)])
+        traced = getattr(system, "trace_figures", None)  # a traced system (traces:): its receiver's figures
+        if traced is not None:
+            header["traces"] = traced()
         outcome, summary = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges,
                                      not_run, interrupted, sequential is not None)
         writer.finish(header, summary)

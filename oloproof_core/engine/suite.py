@@ -100,7 +100,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
 
     stage_reads = use_cache and executions != "refresh"
     stage_cache = StageCache(store, read=stage_reads) if store is not None else None
-    system, kind = load_system(doc, skeleton.system, plugins, project_dir, stage_cache)
+    system, kind = load_system(doc, skeleton.system, plugins, project_dir, stage_cache, skeleton.traces)
     executor_name, executor_made = load_executor(doc, skeleton.executor, plugins, executor)
     cases = load_cases(skeleton.cases, project_dir, doc)  # a large JSONL file: checked below, in one pass
     if not isinstance(cases, CaseStream):

@@ -43,6 +43,7 @@ class Skeleton:
     disable_plugins: list[str] = field(factory=list)
     trials: int = 1  # executions of every case; their verdicts are summarised per case (units.py)
     cluster: str | None = None  # a case field path; cases sharing its value are one unit of analysis
+    traces: Any = None  # a receiver's name (otlp) or {otlp: {...}, mappings: [...]}; docs/traces.md
     max_cluster_size: int = 10  # a cluster of more cases than this is reported; declared: case-weighted
     cluster_estimand: str | None = None  # cases or cluster-means; None: cases when max_cluster_size is set
 
@@ -69,8 +70,10 @@ def load_skeleton(config_path: Path) -> tuple[Document, Skeleton]:
 
 
 def load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path,
-                stage_cache: Any = None) -> tuple[System, str]:
-    """The suite's system, built by its plugin; ``stage_cache`` is what its own stage caches use."""
+                stage_cache: Any = None, traces: Any = None) -> tuple[System, str]:
+    """The suite's system, built by its plugin; ``stage_cache`` is what its own stage caches use.
+    With ``traces`` (the top-level ``traces:`` block, or ``traces:`` inside the system kind's
+    block) the trace receiver starts first and wraps the system (docs/traces.md)."""
     path = ("system",)
     kinds = [k for k in block if k not in SYSTEM_KEYS]
     if len(kinds) != 1:
@@ -93,12 +96,50 @@ def load_system(doc: Document, block: dict, plugins: Plugins, project_dir: Path,
         value = {shorthand: value}
     if not isinstance(value, dict):
         raise ConfigError(f"expected a mapping of {kind} settings", where=doc.where(path + (kind,)))
+    traces_path: tuple = ("traces",)
+    if "traces" in value:
+        value = dict(value)
+        traces, traces_path = value.pop("traces"), path + (kind, "traces")
+    receiver = None if traces is None else load_traces(doc, traces, plugins, traces_path)
     options = _options(doc, entry, value, path + (kind,), f"system kind {kind!r}")
     context = SystemContext(name=block.get("name", ""), version=block.get("version", ""),
                             project_dir=project_dir, cache=stage_cache)
     try:
-        return entry.factory(options, context), kind
+        system = entry.factory(options, context)
     except ConfigError as exc:
+        if receiver is not None:
+            receiver.close()
         if exc.where:
             raise
         raise ConfigError(exc.problem, where=doc.where(path + (kind,)), fix=exc.fix) from None
+    return (system if receiver is None else receiver.wrap(system)), kind
+
+
+def load_traces(doc: Document, block: Any, plugins: Plugins, path: tuple) -> Any:
+    """The started trace receiver of ``traces:``: a receiver's name, or a mapping of one receiver's
+    options and ``mappings: [NAME, ...]`` (every registered span mapping by default)."""
+    if isinstance(block, str):
+        block = {block: {}}
+    if not isinstance(block, dict):
+        raise ConfigError(f"expected a receiver's name or a mapping, got {block!r}", where=doc.where(path),
+                          fix="write traces: otlp, or traces: {otlp: {port: 4318}}")
+    block = dict(block)
+    names = block.pop("mappings", None)
+    kinds = list(block)
+    if len(kinds) != 1:
+        known = ", ".join(plugins.trace_receivers.names()) or "none installed"
+        raise ConfigError("expected exactly one trace receiver" if kinds else "no trace receiver",
+                          where=doc.where(path), fix=f"give one of: {known} (traces: otlp)")
+    kind = kinds[0]
+    entry = plugins.trace_receivers.get(kind, where=doc.where(path + (kind,)))
+    if names is None:
+        names = plugins.span_mappings.names()
+    if not isinstance(names, list) or not names:
+        raise ConfigError(f"mappings must be a non-empty list of span mappings, got {names!r}",
+                          where=doc.where(path + ("mappings",)), fix="write mappings: [openinference, genai]")
+    mappings = {name: plugins.span_mappings.get(name, where=doc.where(path + ("mappings",))).factory() for name in names}
+    options = _options(doc, entry, block[kind] or {}, path + (kind,), f"trace receiver {kind!r}")
+    try:
+        return entry.factory(options, mappings)
+    except ConfigError as exc:
+        raise ConfigError(exc.problem, where=exc.where or doc.where(path + (kind,)), fix=exc.fix) from None

@@ -38,7 +38,8 @@ def to_execution(output: Any, recorder: Recorder, case: Case, system: Any, plugi
             origin = f" (from {source})" if source else ""
             raise ArtifactError(f"case {case.id!r}: malformed {kind}{origin}: {exc.problem}", fix=exc.fix) from None
         artifacts.setdefault(kind, []).append(data)
-    return Execution(output=output, artifacts={k: tuple(v) for k, v in artifacts.items()}, seconds=seconds)
+    return Execution(output=output, artifacts={k: tuple(v) for k, v in artifacts.items()}, seconds=seconds,
+                     unrecorded=recorder.unrecorded)
 
 
 def storable_execution(execution: Execution, escaped: list[str]) -> Execution:
@@ -74,6 +75,9 @@ class CaseWork:
         self.system, self.plugins, self.recipe = system, plugins, recipe
         # a system may cap its own concurrency (an HTTP service's limit, say)
         self.concurrency = min(concurrency, getattr(system, "concurrency", None) or concurrency)
+        spread = getattr(system, "spread", None)  # a traced system: more cases in flight than calls (traces.md)
+        if spread is not None:
+            self.concurrency = spread(self.concurrency)
         self.is_async = hasattr(system, "aexecute")
         #: the run's stage caches, for an executor that brings back what remote replicas stored
         self.stage_cache = stage_cache
@@ -187,7 +191,8 @@ class WorkRecipe:
         plugins = Plugins(make_plugin_manager(disabled=[*self.disabled, *skeleton.disable_plugins]))
         if str(project_dir) not in sys.path:
             sys.path.append(str(project_dir))
-        system, _ = load_system(doc, skeleton.system, plugins, Path(project_dir), stage_cache=stage_cache)
+        system, _ = load_system(doc, skeleton.system, plugins, Path(project_dir), stage_cache=stage_cache,
+                                traces=skeleton.traces)
         if self.intervention is not None:
             name, options, role = self.intervention
             return InterventionWork(system, plugins, skeleton.concurrency, make_intervention(plugins, name, options),

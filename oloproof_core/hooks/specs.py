@@ -229,3 +229,45 @@ def oloproof_register_reporters(registry: Any) -> None:
 
     .. versionadded:: 0.2
     """
+
+
+@hookspec
+def oloproof_register_trace_receivers(registry: Any) -> None:
+    """Add trace receivers that a suite selects under ``traces:`` (``traces: otlp``, or
+    ``system.http.traces``): what takes the spans a traced system exports during a run.
+
+    :param registry: call ``registry.add(name, factory, options=Options)``. The suite's
+        ``traces: {NAME: {...}}`` structures into ``Options``, and ``factory(options, mappings)``
+        (``mappings``: a dict of name to span mapping object, ``oloproof_register_span_mappings``)
+        returns a receiver, started before the system is built (so a callable system's exporter
+        sees ``OTEL_EXPORTER_OTLP_ENDPOINT``), with ``wrap(system) -> system``: the system whose
+        every case carries a fresh W3C ``traceparent`` (``Recorder.traceparent``) and records what
+        the mappings make of the spans filed under that case's trace id, waiting a bounded grace
+        period for them. The wrapped system's ``trace_figures() -> dict`` is what the run header
+        keeps (``endpoint``, spans filed and ignored); ``spread(concurrency) -> int``, when it has
+        one, lets more cases wait for their spans than the system is called for at once. A case
+        whose spans never came sets ``recorder.unrecorded = "no_trace_spans"``: its artifact
+        criteria are missing with that reason. ``close()`` stops the receiver. An optional
+        ``read_file=`` given to ``registry.add`` (``read_file(text) -> spans``) reads exported
+        spans from a file, for ``oloproof cases from-traces``.
+
+    .. versionadded:: 0.3
+    """
+
+
+@hookspec
+def oloproof_register_span_mappings(registry: Any) -> None:
+    """Add span mappings: how the spans of one case's trace become Oloproof artifacts
+    (``openinference``, ``genai``); a suite names them with ``traces: {mappings: [...]}``.
+
+    :param registry: call ``registry.add(name, factory)``; ``factory()`` returns an object with
+        ``produces`` (the artifact types it may record, ``("retrieval/v1", "context/v1")``) and
+        ``map(spans) -> list[(artifact_type, value)]``. ``spans`` are plain dicts, in the order
+        received: ``trace_id`` and ``span_id`` (hex), ``parent_span_id`` (hex or None), ``name``,
+        ``kind``, ``start_ns``, ``end_ns``, ``attributes`` (a dict of plain values; arrays as
+        lists) and ``events`` (``[{name, time_ns, attributes}]``). Values are validated by the
+        artifact types, as a system's own recordings are. A mapping that finds nothing returns
+        an empty list; the receiver then names the spans it saw.
+
+    .. versionadded:: 0.3
+    """

@@ -52,6 +52,9 @@ class Execution:
     seconds: float = 0.0
     stages: Mapping[str, str] = field(factory=dict)  # stage name -> "hit" | "miss", for staged systems
     escaped: tuple[str, ...] = ()  # JSON paths whose lone surrogates were escaped (model/untrusted.py)
+    # why the artifacts are absent though there is an output (``no_trace_spans``): every criterion
+    # that reads an artifact is missing with this reason
+    unrecorded: str | None = None
 
     def to_data(self) -> dict:
         data: dict = {"output": self.output, "artifacts": {k: list(v) for k, v in self.artifacts.items()}}
@@ -59,13 +62,15 @@ class Execution:
             data["missing"] = self.missing
         if self.escaped:
             data["escaped"] = list(self.escaped)
+        if self.unrecorded is not None:
+            data["unrecorded"] = self.unrecorded
         return data
 
     @classmethod
     def from_data(cls, data: Mapping) -> Execution:
         artifacts = {k: tuple(v) for k, v in data.get("artifacts", {}).items()}
         return cls(output=data.get("output"), artifacts=artifacts, missing=data.get("missing"),
-                   escaped=tuple(data.get("escaped", ())))
+                   escaped=tuple(data.get("escaped", ())), unrecorded=data.get("unrecorded"))
 
 
 Status = Literal["pass", "fail", "score", "excluded", "missing"]

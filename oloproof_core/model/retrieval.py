@@ -252,3 +252,26 @@ class AtKEvaluator(abc.ABC):
     @abc.abstractmethod
     def rate(self, top: list[str], relevant: dict[str, float]) -> Judgment:
         """The judgment for the first k ranked units ``top`` and the case's {unit: grade}."""
+
+
+def context_from_prompt(retrieval: Mapping[str, Any], prompt: str, *, source: str = "retrieval") -> dict:
+    """The ``context/v1`` a traced LLM call implies: the rule docs/traces.md documents.
+
+    A retrieved candidate is *in the context* when the prompt holds its text (whitespace and case
+    aside), or, for a candidate recorded without text, its ``doc_id``; items keep the retrieval's
+    order and their rank in it as ``position``. Every other candidate is dropped with the reason
+    ``not_in_prompt``. ``retrieval`` is a ``retrieval/v1`` record, ``prompt`` the model's input.
+    """
+    flat = " ".join(prompt.split()).lower()
+    items, dropped = [], []
+    for position, passage in enumerate(retrieval.get("candidates", ()), 1):
+        text = passage.get("text")
+        needle = " ".join(text.split()).lower() if text else str(passage["doc_id"]).lower()
+        ident = {"doc_id": passage["doc_id"], "position": position}
+        if passage.get("chunk_id") is not None:
+            ident["chunk_id"] = passage["chunk_id"]
+        if needle and needle in flat:
+            items.append({**ident, **({"text": text} if text else {})})
+        else:
+            dropped.append({**ident, "reason": "not_in_prompt"})
+    return {"items": items, "dropped": dropped, "token_budget": None, "source": source}

@@ -15,6 +15,11 @@ from oloproof_core.statistics.display import pct, table, usage_line
 def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     """The documented layout of ``oloproof run``."""
     out = [f"Run {outcome.run_id} [{outcome.state}]"]
+    traces = outcome.header.get("traces")
+    if traces:  # a traced run: where spans were received, and how many were filed or ignored
+        out.append(f"Traces: {traces.get('receiver', 'otlp')} receiver on {traces.get('endpoint')}; "
+                   f"{traces.get('spans', 0)} spans filed under {traces.get('cases', 0)} cases, "
+                   f"{traces.get('ignored', 0)} ignored (no Oloproof trace id)")
     confidence = outcome.header.get("confidence_level", 0.95)
     if outcome.state.startswith("UNMEASURED"):
         out.append("Nothing was measured: no case has an observed judgment (see Missing: below), so no rule "

@@ -42,6 +42,7 @@ class Options:
     max_response_bytes: int = 10_000_000  # a larger response body is not read: the case is missing
 
 
+JSON = {"Content-Type": "application/json"}
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # no header value may carry these (CR/LF above all)
 
 
@@ -185,14 +186,15 @@ class HttpSystem:
             await (client.aclose() if hasattr(client, "aclose") else client.close())
 
     async def aexecute(self, case: Any, recorder: Any) -> Any:
-        body = await self.request(case)
+        traceparent = getattr(recorder, "traceparent", None)  # a traced run's (traces: otlp), sent along
+        body = await self.request(case, {**JSON, "traceparent": traceparent} if traceparent else JSON)
         output = field_at(body, self.options.output_path, "output_path", "point output_path at the answer")
         for kind, path in self.options.artifacts.items():
             recorder.record(kind, field_at(body, path, f"artifacts.{kind}", f"point artifacts.{kind} at it"),
                             source=f"response field {path}")
         return output
 
-    async def request(self, case: Any) -> Any:
+    async def request(self, case: Any, headers: dict[str, str] | None = None) -> Any:
         """The response's JSON, or CaseMissing with the last attempt's problem. A request that
         cannot be built, or a response too large to read, is not retried."""
         import asyncio  # here, not at import: every command loads the plugins, few send requests
@@ -211,10 +213,10 @@ class HttpSystem:
             wait = None
             try:
                 if self.bounded:  # the client's own timeout ends the attempt: no second timer
-                    status, headers, body = await self.send(content)
+                    status, got, body = await self.send(content, headers or JSON)
                 else:
                     async with asyncio.timeout(options.timeout):
-                        status, headers, body = await self.send(content)
+                        status, got, body = await self.send(content, headers or JSON)
             except TooLarge as exc:
                 raise CaseMissing(f"response_too_large: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - sorted below: a transport failure is retried
@@ -229,7 +231,7 @@ class HttpSystem:
                         problem = f"invalid_json: {exc}" if is_refusal(exc) else "invalid_json"
                 elif status in (408, 429) or status >= 500:
                     problem = f"http_error: {status}"
-                    wait = retry_after(headers)
+                    wait = retry_after(got)
                 else:  # any other status: sending the same request again would get the same answer
                     raise CaseMissing(f"http_error: {status}")
             if attempt < options.retries:
@@ -237,11 +239,11 @@ class HttpSystem:
                 await asyncio.sleep(backoff if wait is None else min(wait, options.max_backoff))
         raise CaseMissing(problem)
 
-    async def send(self, content: bytes) -> tuple[int, Any, bytes]:
+    async def send(self, content: bytes, sent: dict[str, str] = JSON) -> tuple[int, Any, bytes]:
         """One attempt: the status, the headers and the body, read no further than
         ``max_response_bytes``."""
         if not hasattr(self.client, "stream"):  # aiohttp's session
-            async with self.client.request(self.method, self.url, data=content, headers=JSON,
+            async with self.client.request(self.method, self.url, data=content, headers=sent,
                                            allow_redirects=False) as response:
                 headers = response.headers
                 declared = headers.get("Content-Length", "")
@@ -251,7 +253,7 @@ class HttpSystem:
                         and "Content-Encoding" not in headers and "Transfer-Encoding" not in headers):
                     return response.status, headers, await response.read()
                 return response.status, headers, await self.body(headers, response.content.iter_any())
-        async with self.client.stream(self.method, str(self.url), content=content, headers=JSON) as response:
+        async with self.client.stream(self.method, str(self.url), content=content, headers=sent) as response:
             return response.status_code, response.headers, await self.body(response.headers, response.aiter_bytes())
 
     async def body(self, headers: Any, chunks: Any) -> bytes:
@@ -268,8 +270,6 @@ class HttpSystem:
             parts.append(chunk)
         return b"".join(parts)
 
-
-JSON = {"Content-Type": "application/json"}
 
 
 def bounds_attempts(client: Any, seconds: float) -> bool:

@@ -1,0 +1,116 @@
+"""The ``openinference`` span mapping: spans with OpenInference attributes become artifacts.
+
+- each RETRIEVER span (``openinference.span.kind``, or any ``retrieval.documents.N.document.*``
+  attribute): a ``retrieval/v1`` of its documents in the order the span lists them (never
+  re-sorted): ``document.id`` as ``doc_id``, ``document.score``, ``document.content`` as text;
+  ``input.value`` the query; ``retrieval.depth`` the depth when the app sets it, else the count;
+- the LLM span's prompt (``llm.input_messages.N.message.content``, else ``input.value``) against
+  the last retrieval: a ``context/v1`` by ``oloproof.context_from_prompt`` (docs/traces.md);
+- ``llm.token_count.prompt/completion/total`` (summed over LLM spans) and the seconds of each
+  span kind: a ``usage/v1``;
+- ``output.citations`` (a list of ids) on any span, when the app records it: a ``citations/v1``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oloproof import context_from_prompt, hookimpl
+
+KIND = "openinference.span.kind"
+INDEXED = re.compile(r"^(\d+)\.(.+)$")
+
+
+def indexed(attributes: dict, prefix: str) -> list[dict]:
+    """``prefix.N.field`` attributes as a list of {field: value}, in N's order."""
+    found: dict[int, dict] = {}
+    start = prefix + "."
+    for key, value in attributes.items():
+        if key.startswith(start):
+            match = INDEXED.match(key[len(start):])
+            if match:
+                found.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    return [found[i] for i in sorted(found)]
+
+
+def kind_of(span: dict) -> str | None:
+    kind = span["attributes"].get(KIND)
+    if isinstance(kind, str):
+        return kind.upper()
+    if any(k.startswith("retrieval.documents.") for k in span["attributes"]):
+        return "RETRIEVER"
+    if any(k.startswith(("llm.input_messages.", "llm.token_count.")) for k in span["attributes"]):
+        return "LLM"
+    return None
+
+
+def retrieval_of(span: dict) -> dict | None:
+    attributes = span["attributes"]
+    documents = indexed(attributes, "retrieval.documents")
+    candidates = []
+    for document in documents:
+        if document.get("document.id") is None:
+            continue
+        passage: dict = {"doc_id": str(document["document.id"])}
+        score = document.get("document.score")
+        if isinstance(score, (int, float)) and not isinstance(score, bool):
+            passage["score"] = score
+        if isinstance(document.get("document.content"), str):
+            passage["text"] = document["document.content"]
+        candidates.append(passage)
+    depth = attributes.get("retrieval.depth")
+    depth = depth if isinstance(depth, int) and depth >= len(candidates) else len(candidates)
+    query = attributes.get("input.value")
+    return {"query": query if isinstance(query, str) else None, "depth": depth, "candidates": candidates}
+
+
+def prompt_of(span: dict) -> str:
+    attributes = span["attributes"]
+    parts = []
+    for message in indexed(attributes, "llm.input_messages"):
+        if isinstance(message.get("message.content"), str):
+            parts.append(message["message.content"])
+        parts += [v for k, v in message.items() if k.startswith("message.contents.") and isinstance(v, str)
+                  and k.endswith("message_content.text")]
+    if not parts and isinstance(attributes.get("input.value"), str):
+        parts.append(attributes["input.value"])
+    return "\n".join(parts)
+
+
+class OpenInference:
+    produces = ("retrieval/v1", "context/v1", "usage/v1", "citations/v1")
+
+    def map(self, spans: list[dict]) -> list[tuple[str, Any]]:
+        recorded: list[tuple[str, Any]] = []
+        retrievals, prompts, tokens, stages, citations = [], [], {}, {}, None
+        for span in spans:
+            kind = kind_of(span)
+            if kind is None:
+                continue
+            stage = kind.lower()
+            stages[stage] = stages.get(stage, 0.0) + max(0, span["end_ns"] - span["start_ns"]) / 1e9
+            if kind == "RETRIEVER":
+                retrievals.append(retrieval_of(span))
+            elif kind == "LLM":
+                prompts.append(prompt_of(span))
+                for name in ("prompt", "completion", "total"):
+                    value = span["attributes"].get(f"llm.token_count.{name}")
+                    if isinstance(value, int) and not isinstance(value, bool):
+                        tokens[name] = tokens.get(name, 0) + value
+            cited = span["attributes"].get("output.citations")
+            if isinstance(cited, list):
+                citations = [str(c) for c in cited]
+        recorded += [("retrieval/v1", r) for r in retrievals]
+        if retrievals and prompts:
+            recorded.append(("context/v1", context_from_prompt(retrievals[-1], prompts[-1])))
+        if citations is not None:
+            recorded.append(("citations/v1", {"ids": citations}))
+        if stages:
+            recorded.append(("usage/v1", {"tokens": tokens, "stages": stages}))
+        return recorded
+
+
+@hookimpl
+def oloproof_register_span_mappings(registry):
+    registry.add("openinference", OpenInference)
