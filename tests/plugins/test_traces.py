@@ -137,7 +137,7 @@ def test_spans_give_the_same_artifacts_and_metrics_as_the_body(example, protocol
     service = Service(server, server.tracer_provider(exporter, schedule_delay_millis=50))
     try:
         configure(folder, "oloproof.body.yaml", service.url)
-        configure(folder, "oloproof.yaml", service.url, port, grace=8)
+        configure(folder, "oloproof.yaml", service.url, port, grace=8)  # a loaded machine exports late
         project = Project(folder)
         traced = project.run("run")
         exporter.off = True
