@@ -28,20 +28,10 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
     """Re-execute RUN_ID's failed cases under an intervention, beside a control, and label them."""
     from oloproof_core.workflows.diagnose import Diagnosis
     from oloproof_core.outputs.diagnosis import diagnosis_lines
-    from oloproof_core.engine.work import make_intervention
-    from oloproof_core.engine.suite import load_suite
 
-    project = Project(config, store_spec, existing=True)
-    run_id = project.store.resolve_run(run_id)
-    recorded = project.store.get_run(run_id)[0].get("config")
-    if config is None and recorded and recorded != project.config_path.name and (project.dir / recorded).is_file():
-        project = Project(str(project.dir / recorded), store_spec)  # diagnose a run with the config it was made with
+    project, run_id, suite = run_suite(run_id, config, store_spec)
     store = project.store
-    doc, skeleton = project.skeleton()
-    # re-executed where the run executed (`--executor ray`, say), whatever the suite says now
-    suite = load_suite(project.config_path, project.plugins, doc, skeleton, store,
-                       executor=store.get_run(run_id)[0].get("executor"))
-    entry = project.plugins.interventions.get(intervention)
+    project.plugins.interventions.get(intervention)  # an unknown name stops the command first
     options = {k: v for k, v in (("top_k", top_k), ("token_budget", token_budget), ("reranker", reranker))
                if v is not None}
     for item in extra:
@@ -49,14 +39,48 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
         if not sep:
             raise OloproofError(f"--option {item!r} is not KEY=VALUE", fix="write --option key=value")
         options[key] = _option_value(key, value)
-    flags = {"top_k": "--top-k", "token_budget": "--token-budget", "reranker": "--reranker"}
+    made = build_intervention(project.plugins, intervention, options)
+    object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion, options).run(made)
+    interventions = project.plugins.interventions
+    declared = {name: {key: getattr(interventions.get(name).factory, key, None) for key in ("tests", "confirms", "usage")}
+                for name in interventions.names()}
+    echo(diagnosis_lines(object_id, record, declared))
+
+
+def run_suite(run_id: str, config: str | None, store_spec: str | None):
+    """(the project, the full run id, the suite) to re-execute RUN_ID with: the config the run was
+    made with, and the executor it ran on."""
+    from oloproof_core.engine.suite import load_suite
+
+    project = Project(config, store_spec, existing=True)
+    run_id = project.store.resolve_run(run_id)
+    recorded = project.store.get_run(run_id)[0].get("config")
+    if config is None and recorded and recorded != project.config_path.name and (project.dir / recorded).is_file():
+        project = Project(str(project.dir / recorded), store_spec)  # diagnose a run with the config it was made with
+    doc, skeleton = project.skeleton()
+    # re-executed where the run executed (`--executor ray`, say), whatever the suite says now
+    suite = load_suite(project.config_path, project.plugins, doc, skeleton, project.store,
+                       executor=project.store.get_run(run_id)[0].get("executor"))
+    return project, run_id, suite
+
+
+FLAGS = {"top_k": "--top-k", "token_budget": "--token-budget", "reranker": "--reranker"}
+
+
+def build_intervention(plugins, intervention: str, options: dict):
+    """The intervention ``intervention`` built from its plain options; an error names the
+    command-line flag it came from."""
+    from oloproof_core.engine.work import make_intervention
+
+    flags = FLAGS
+    entry = plugins.interventions.get(intervention)
     if entry.options is None:
         if options:
             name = sorted(options)[0]
             raise OloproofError(f"intervention {intervention!r} takes no option {flags.get(name, '--option ' + name)}",
                                 fix="remove it")
     try:
-        made = make_intervention(project.plugins, intervention, options)
+        return make_intervention(plugins, intervention, options)
     except ConfigError as exc:  # located as a YAML path; say which command-line flag it was
         name = (exc.where or "").removeprefix("$").removeprefix(".").split(".")[0].split("[")[0]
         flag = flags.get(name, f"--option {name}") if name else f"--intervention {intervention}"
@@ -66,11 +90,6 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
             fix = f"pass {flags.get(key, '--option ' + key + '=VALUE')}" + (
                 " N" if key in ("top_k", "token_budget") else "")
         raise ConfigError(exc.problem, where=flag, fix=fix) from None
-    object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion, options).run(made)
-    interventions = project.plugins.interventions
-    declared = {name: {key: getattr(interventions.get(name).factory, key, None) for key in ("tests", "confirms", "usage")}
-                for name in interventions.names()}
-    echo(diagnosis_lines(object_id, record, declared))
 
 
 def _option_value(key: str, value: str):

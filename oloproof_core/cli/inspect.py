@@ -37,6 +37,10 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
             from oloproof_core.outputs.diagnosis import inspect_lines
 
             echo(inspect_lines(record))
+        elif kind == "headroom":
+            from oloproof_core.outputs.headroom import headroom_lines
+
+            echo(headroom_lines(object_id, record))
         elif kind == "comparison":
             from oloproof_core.outputs.text import stored_comparison
 

@@ -51,6 +51,7 @@ class Suite:
     policy: Policy | None
     concurrency: int
     relevance_unit: str = "doc"
+    evidence_min_grade: float | None = None  # relevance.evidence_min_grade; None: every labelled grade above 0
     store_type: str
     store_options: Any
     # auto: reuse cached executions of a system whose code is fingerprinted, re-contact an opaque
@@ -200,9 +201,26 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                  cases=cases, evaluators=tuple(evaluators), metrics=metrics, slices=tuple(slices),
                  min_slice_support=skeleton.min_slice_support, policy=policy,
                  concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
-                 executions=executions, relevance_unit=unit, slice_criteria=slice_criteria, design=design,
+                 executions=executions, relevance_unit=unit, evidence_min_grade=evidence_grade(doc, skeleton),
+                 slice_criteria=slice_criteria, design=design,
                  executor=executor_made, executor_name=executor_name,
                  recipe=_recipe(config_path, project_dir, plugins, stage_reads), stage_cache=stage_cache)
+
+
+def evidence_grade(doc: Document, skeleton: Skeleton) -> float | None:
+    """``relevance.evidence_min_grade``: the lowest grade of a relevant unit that diagnosis counts as
+    evidence (None, the default: every labelled unit of a grade above 0)."""
+    relevance = skeleton.relevance or {}
+    for key in relevance:
+        if key != "evidence_min_grade":
+            raise ConfigError(f"unknown key {key!r}", where=doc.where(("relevance", key)),
+                              fix="remove it; relevance takes evidence_min_grade")
+    grade = relevance.get("evidence_min_grade")
+    if grade is not None and (isinstance(grade, bool) or not isinstance(grade, (int, float)) or grade <= 0):
+        raise ConfigError(f"evidence_min_grade must be a number above 0, got {grade!r}",
+                          where=doc.where(("relevance", "evidence_min_grade")),
+                          fix="write evidence_min_grade: 2 to count only passages labelled grade 2 or more")
+    return None if grade is None else float(grade)
 
 
 def slice_spec(doc: Document, spec: Any, i: int, criteria: dict) -> tuple[str, tuple[str, ...] | None]:

@@ -37,6 +37,8 @@ class Skeleton:
     # doc or chunk; None: the one the evaluators name, else doc
     relevance_unit: str | None = field(default=None, validator=lambda i, a, v: v is None or one_of(UNITS)(i, a, v))
     policy: Any = None
+    # {evidence_min_grade: G}: only relevant units of grade >= G count as evidence in diagnosis
+    relevance: dict = field(factory=dict)
     concurrency: int = 8
     store: dict = field(factory=lambda: {"type": "local"})
     executor: Any = None  # a name (local, ray) or {type: ray, address: ...}; None: local

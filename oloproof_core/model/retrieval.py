@@ -151,13 +151,19 @@ class Evidence:
     unit: str = "doc"
 
 
-def observe(case: Case, execution: Execution | None, unit: str = "doc", top_k: int | None = None) -> Evidence:
+def observe(case: Case, execution: Execution | None, unit: str = "doc", top_k: int | None = None,
+            min_grade: float | None = None) -> Evidence:
     """What ``execution`` recorded about the relevant evidence of ``case``, counted in ``unit``.
+
+    ``min_grade`` (``relevance.evidence_min_grade``): only relevant units of at least that grade
+    count; a case with none is ``unknown``, as one without labels.
 
     Without a recorded context, a retrieved unit is ``beyond_top_k`` when its first passage lies
     past ``top_k`` (which counts passages), else ``retrieved``.
     """
     relevant = relevant_units(case, unit)
+    if relevant and min_grade is not None:
+        relevant = {k: g for k, g in relevant.items() if g >= min_grade}
     if not relevant or execution is None:
         return Evidence(position="unknown", state="unknown", unit=unit)
     whole = whole_documents(case) if unit == "chunk" else frozenset()

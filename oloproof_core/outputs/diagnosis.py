@@ -49,6 +49,9 @@ def summary_lines(record: dict) -> list[str]:
     """The summary ``oloproof diagnose`` prints before the diagnosis id."""
     n = record["selected"]
     lines = [f"Selected: {_cases(n)} with gold context (observed; no population claim)"]
+    if record.get("evidence_min_grade") is not None:
+        lines.append(f"Evidence: only relevant units of {grade_words(record)} count "
+                     "(relevance.evidence_min_grade); a case with none is placed as unlabelled")
     if record["excluded"]:
         lines.append(f"Excluded: {_cases(len(record['excluded']))}, no_gold_context - {NO_GOLD_FIX}")
     cases = record["cases"]
@@ -65,7 +68,7 @@ def summary_lines(record: dict) -> list[str]:
     lines.append(f"Control: {record['control_passed']} of {tried} passed when re-executed without the intervention")
     lines.append(f"Recovered under {record['label']}: {record['recovered']} of {tried}")
     if record["labels_by_recovery"]:
-        return lines + label_lines(cases, n) + implication_lines(cases)
+        return lines + label_lines(cases, n, record.get("evidence_min_grade")) + implication_lines(cases)
     confirms = record.get("confirms")
     if confirms:
         line = (f"Confirmed under {record['label']}: {confirms['confirmed']} of {confirms['tested']} "
@@ -79,7 +82,7 @@ def summary_lines(record: dict) -> list[str]:
     if gold:
         done = sum(1 for c in gold["cases"] if c.get("recovered"))
         lines.append(f"Labels from gold context (diagnosis {gold['id']}): {done} of {len(gold['cases'])} recovered")
-        lines += label_lines(gold["cases"], len(gold["cases"]))
+        lines += label_lines(gold["cases"], len(gold["cases"]), gold.get("evidence_min_grade"))
     else:
         lines.append("Labels from gold context: none yet; run `oloproof diagnose RUN_ID "
                      f"--intervention gold-context --criterion {record['criterion']}` first")
@@ -145,7 +148,8 @@ def inspect_lines(record: dict) -> list[str]:
     observed = [c for c in record["cases"] if c.get("evidence")]
     if observed:
         unit = record.get("relevance_unit", "doc")
-        lines.append(f"Evidence in the run (relevance_unit {unit}: positions count {UNIT_WORDS[unit]}):")
+        grade = f", {grade_words(record)}" if record.get("evidence_min_grade") is not None else ""
+        lines.append(f"Evidence in the run (relevance_unit {unit}: positions count {UNIT_WORDS[unit]}{grade}):")
         for c in observed:
             where = evidence_words(c["evidence"])
             if isinstance(c["position"], int):
@@ -154,9 +158,25 @@ def inspect_lines(record: dict) -> list[str]:
     return lines
 
 
-def label_lines(cases: list[dict], n: int) -> list[str]:
+def grade_words(record: dict) -> str:
+    """``grade 2 or more``: the evidence grade a diagnosis used (``relevance.evidence_min_grade``)."""
+    return f"grade {record['evidence_min_grade']:g} or more"
+
+
+def label_lines(cases: list[dict], n: int, min_grade: float | None = None) -> list[str]:
     """One line a label (``RETRIEVAL_MISS: 1 of 4, ...``), one a reason for UNRESOLVED. The
-    GENERATION_FAILURE line counts apart the cases whose evidence never reached the context."""
+    GENERATION_FAILURE line counts apart the cases whose evidence never reached the context.
+    With ``min_grade`` (relevance.evidence_min_grade) each line read from the evidence names it."""
+    lines = _label_lines(cases, n)
+    if min_grade is None:
+        return lines
+    graded = ("RETRIEVAL_MISS", "RANKED_OUT", "CONTEXT_ASSEMBLY_LOSS", "GENERATION_FAILURE", "UNRESOLVED: ")
+    suffix = f" (evidence: {grade_words({'evidence_min_grade': min_grade})})"
+    return [line + suffix if line.startswith(graded) and ("recovered" in line or "evidence" in line) else line
+            for line in lines]
+
+
+def _label_lines(cases: list[dict], n: int) -> list[str]:
     counts = Counter(c["label"] for c in cases)
     lines = []
     for label in ORDER:

@@ -165,8 +165,12 @@ class Diagnosis:
                   "relevance_unit": self.unit}
         rows = [{"id": r["id"], "case": r["case"], **e.to_data(), "judgments": {self.criterion: j.to_data()}}
                 for r, e, j in results]
-        if count > 1:
+        for row, (record, _, _) in zip(rows, results):  # a clustered run's children pair by its clusters
+            if record.get("cluster") is not None:
+                row["cluster"] = record["cluster"]
+        if count > 1 or (self.header.get("design") or {}).get("cluster"):
             header["design"] = self.header["design"]
+        if count > 1:
             for row, runs in zip(rows, by_case):
                 row["trials"] = [{**e.to_data(), "judgments": {self.criterion: j.to_data()}} for _, e, j in runs]
         # stored with the diagnosis, in one transaction: a diagnosis that dies leaves no child run
@@ -181,7 +185,8 @@ class Diagnosis:
         """Where ``execution`` (or a stored record of one) left the case's relevant evidence."""
         if isinstance(execution, dict):
             execution = Execution.from_data(execution)
-        return observe(case, execution, self.unit, getattr(self.suite.system, "top_k", None))
+        return observe(case, execution, self.unit, getattr(self.suite.system, "top_k", None),
+                       getattr(self.suite, "evidence_min_grade", None))
 
     def latest_gold(self) -> tuple[str, dict] | None:
         """The run's latest gold-context diagnosis on this criterion that re-executed something."""
@@ -217,6 +222,8 @@ class Diagnosis:
                         "excluded": [{"id": r["id"], "reason": "no_gold_context"} for r in excluded]}
         if self.trials > 1:
             record.update(trials=self.trials, unstable=len(unstable))
+        if getattr(self.suite, "evidence_min_grade", None) is not None:  # absent: every grade above 0, as before
+            record["evidence_min_grade"] = self.suite.evidence_min_grade
         cases_out: list[dict] = []
         for r in unstable:
             if r["id"] not in self.cases:
@@ -304,7 +311,9 @@ class Diagnosis:
                      replay_evidence=replayed.get(r["id"]))
             cases_out.append(c)
         if gold:
-            record["gold"] = {"id": gold[0], "cases": gold[1]["cases"]}
+            record["gold"] = {"id": gold[0], "cases": gold[1]["cases"],
+                              **({"evidence_min_grade": gold[1]["evidence_min_grade"]}
+                                 if gold[1].get("evidence_min_grade") is not None else {})}
             return cases_out, [tuple(pair) for pair in gold[1]["children"]]
         record["gold"] = None
         return cases_out, []

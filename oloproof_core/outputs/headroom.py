@@ -1,0 +1,93 @@
+"""What ``oloproof headroom`` and ``oloproof inspect HEADROOM_ID`` print, and its JSON document.
+
+A row is what one intervention bought on these cases beside its own control: a candidate
+experiment to test with a new run and ``oloproof compare``, never a cause.
+"""
+
+from __future__ import annotations
+
+from oloproof_core.statistics.display import pct, table
+
+HEADROOM_FORMAT = "oloproof.headroom"
+VERSION = 1
+HYPOTHESIS = "This is a hypothesis to test, not an established cause."
+GOLD_NOTE = ("gold context replaces the assembled context with the gold passages: its row is an upper bound on "
+             "what better retrieval and context assembly could buy, not a change to ship")
+
+
+def _names(ids: list[str], limit: int = 5) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _tokens(cost: dict) -> str:
+    mine, control = cost.get("context_tokens"), cost.get("control_context_tokens")
+    if mine is None and control is None:
+        return "not recorded"
+    return f"{'-' if mine is None else mine} vs {'-' if control is None else control}"
+
+
+def row_cells(rank: int, row: dict) -> list[str]:
+    """One table row: rank, intervention, difference, interval, pairs, fixed, broken, calls, tokens."""
+    if not row["supported"]:
+        return ["-", row["label"], "not supported", "", "0", "", "", "0", ""]
+    if "paired" not in row:
+        return ["-", row["label"], "no case to run", "", "0", "", "", "0", ""]
+    entry, cost = row["paired"], row["cost"]
+    display = entry.get("display") or {}
+    difference = display.get("difference") or "no pairs"
+    pairs = str(entry["paired"]) + (f" (+{entry['missing']} missing)" if entry.get("missing") else "")
+    return [str(rank), row["label"], difference, display.get("interval") or "", pairs, str(len(row["fixed"])),
+            str(len(row["broken"])), f"{cost['calls']} + {cost['control_calls']}", _tokens(cost)]
+
+
+def headroom_lines(object_id: str, record: dict) -> list[str]:
+    """Everything ``oloproof headroom`` prints: the header, the ranked table, each row's fixed and
+    broken cases, what was not run, the candidate-experiment wording, the ids."""
+    unit = "paired clusters" if record["unit"] == "clusters" else "paired cases"
+    trials = f"; a case's value is its mean over its {record['trials']} trials" if record["trials"] > 1 else ""
+    lines = [f"Headroom on {record['criterion']}: {record['cases']} cases of {record['run']}, each intervention "
+             "beside its own control (observed; no population claim)",
+             f"Ranked by the lower bound of the gain: the paired difference against the control, "
+             f"{pct(record['confidence_level'])} interval over {unit}{trials}"]
+    header = ["rank", "intervention", "difference", "interval", unit.split()[1], "fixed", "broken",
+              "calls (+ control)", "context tokens (vs control)"]
+    ranked = [r for r in record["rows"] if (r.get("paired") or {}).get("low") is not None]
+    rest = [r for r in record["rows"] if r not in ranked]
+    lines += table(header, [row_cells(i, r) for i, r in enumerate(ranked, 1)] + [row_cells(0, r) for r in rest])
+    for row in record["rows"]:
+        if row.get("fixed"):
+            lines.append(f"Fixed under {row['label']}: {_names(row['fixed'])}")
+        if row.get("broken"):
+            lines.append(f"Broken under {row['label']}: {_names(row['broken'])}")
+        if row.get("not_run"):
+            lines.append(f"Not run under {row['label']}: {len(row['not_run'])} cases, no_gold_context")
+        if not row["supported"]:
+            lines.append(f"Not run under {row['label']}: the system is not staged, so no case was re-executed")
+    if any(r["intervention"] == "gold-context" and "paired" in r for r in record["rows"]):
+        lines.append(f"Note: {GOLD_NOTE}.")
+    above = [r["label"] for r in ranked if r["paired"]["low"] > 0]
+    lines.append(f"Interval above zero: {', '.join(above)}" if above else
+                 f"Interval above zero: none of {len(ranked)}; no gain is established on these cases")
+    shippable = [r for r in ranked if r["intervention"] != "gold-context"]  # gold context is a bound, not a change
+    if shippable and shippable[0]["paired"]["difference"] > 0:
+        lines.append(f"Candidate experiment: {shippable[0]['label']}, the highest lower bound of the gain among the "
+                     f"changes measured. {HYPOTHESIS}")
+    elif shippable:
+        lines.append("Candidate experiment: none; no change measured gained on these cases")
+    return lines
+
+
+def summary_lines(object_id: str, record: dict) -> list[str]:
+    """:func:`headroom_lines`, then the headroom's id, its child runs and how to see it again."""
+    lines = headroom_lines(object_id, record)
+    lines.append(f"Headroom {object_id}")
+    if record["children"]:
+        lines.append("Child runs: " + ", ".join(f"{role} {run}" for role, run in record["children"]))
+    return lines
+
+
+def headroom_document(object_id: str, record: dict) -> dict:
+    """The ``--format json`` view: the stored record, with its format, version and id."""
+    return {"format": HEADROOM_FORMAT, "version": VERSION, "id": object_id,
+            **{k: v for k, v in record.items() if k != "kind"}}
