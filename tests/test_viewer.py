@@ -230,6 +230,10 @@ def test_every_page_renders_links_through_and_shows_the_run_s_numbers(browser, e
         assert {r[0] for r in cells(filtered, "runs")} == set(example["children"])
 
         page = visit(browser, f"{viewer.url}/runs/{example['base_id']}", "run")
+        browser.set_window_size(1400, 900)  # the failures are on the first screen, above the metrics
+        failures = page.find_element(By.ID, "failing")
+        assert failures.location["y"] + failures.size["height"] < 900 - 100, failures.location
+        browser.set_window_size(1280, 1500)
         printed = {r[0]: r[1:] for r in rows(example["base"].out) if len(r) == 4}
         shown = {r[0]: r[1:4] for r in cells(page, "metrics")}
         for metric, (estimate, interval, counts) in shown.items():

@@ -87,7 +87,15 @@ def render_case(view: Mapping[str, Any], width: int) -> list[str]:
     if "missing" in record:
         out += ["Output", *_text(f"missing: {record['missing']}", INDENT, width)]
     else:
-        out += ["Output", *value_lines(record.get("output"), INDENT, width)]
+        out += ["Output" + (f" (trial 1 of {len(view['trials'])})" if view.get("trials") else ""),
+                *value_lines(record.get("output"), INDENT, width)]
+    if view.get("trials"):
+        out.append("Trials")
+        for trial in view["trials"]:
+            verdicts = ", ".join(f"{name} {judgment_word(j)}" for name, j in trial["judgments"].items())
+            out += _text(f"trial {trial['trial']}: {verdicts}", INDENT, width)
+            out += (_text(f"missing: {trial['missing']}", INDENT * 2, width) if trial.get("missing")
+                    else value_lines(trial.get("output"), INDENT * 2, width))
     out += ["", *_retrieval(view, width)] if view.get("retrieval") is not None else []
     out += ["", *_context(view, width)] if view.get("context") is not None else []
     if view["citations"]:

@@ -7,6 +7,7 @@ printed.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -15,13 +16,13 @@ from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.records import Judgment
 from oloproof_core.model.retrieval import context_names, unit_key
 
-STATUSES = ("passed", "failed", "missing", "excluded")
+STATUSES = ("passed", "failed", "scored", "missing", "excluded")
 PER_PAGE = 50
 
 
 def status_of(judgment: dict) -> str:
-    """passed / failed / missing / excluded, for a stored judgment (a score counts as passed when
-    it is 1, failed below)."""
+    """passed / failed / scored / missing / excluded, for a stored judgment: a score (ndcg, mrr, a
+    judge's grade) is ``scored``, neither passed nor failed, as the terminal and JUnit read it."""
     status = judgment.get("status")
     if status in ("missing", "excluded"):
         return status
@@ -29,7 +30,7 @@ def status_of(judgment: dict) -> str:
         return "passed"
     if status == "fail":
         return "failed"
-    return "passed" if (judgment.get("value") or 0) >= 1 else "failed"
+    return "scored"
 
 
 class Records:
@@ -38,41 +39,24 @@ class Records:
     def __init__(self, store: Any, keep: int = 4):
         self.store, self.keep = store, keep
         self._runs: OrderedDict[str, list[dict]] = OrderedDict()
+        self._derived: dict[str, dict] = {}
 
     def __call__(self, run_id: str) -> list[dict]:
         if run_id not in self._runs:
             self._runs[run_id] = list(self.store.run_cases(run_id))
             while len(self._runs) > self.keep:
-                self._runs.popitem(last=False)
+                self._derived.pop(self._runs.popitem(last=False)[0], None)
         self._runs.move_to_end(run_id)
         return self._runs[run_id]
 
-
-def runs_view(store: Any, system: str | None = None, state: str | None = None, gate: str | None = None) -> dict:
-    """Every stored run, newest first, filtered by system name, state and gate verdict."""
-    rows = []
-    headers = store.list_runs()
-    summaries = {}
-    for header in headers:
-        summaries[header["id"]] = store.get_run(header["id"])[1]
-    for header in reversed(headers):
-        summary = summaries[header["id"]]
-        row = {"id": header["id"], "created": header.get("created"), "system": header["system"]["name"],
-               "version": header["system"]["version"], "config": header.get("config"),
-               "state": summary.get("state") or header.get("state"), "gate": summary.get("gate"),
-               "cases": header.get("cases"), "parent": header.get("parent"), "role": header.get("role"),
-               "selection": header.get("selection")}
-        if system and row["system"] != system:
-            continue
-        if state and not (row["state"] or "").startswith(state):
-            continue
-        if gate and (row["gate"] or "none") != gate:
-            continue
-        rows.append(row)
-    return {"runs": rows, "filters": {"system": system or "", "state": state or "", "gate": gate or ""},
-            "systems": sorted({h["system"]["name"] for h in headers}),
-            "states": sorted({(summaries[h["id"]].get("state") or "") for h in headers}),
-            "gates": sorted({summaries[h["id"]].get("gate") or "none" for h in headers})}
+    def derived(self, run_id: str, key: Any, build: Any) -> Any:
+        """``build(records)`` of a run, computed once and kept as long as its records are (a
+        page's view, a search index, a sort order): no page scans a large run twice."""
+        records = self(run_id)
+        memo = self._derived.setdefault(run_id, {})
+        if key not in memo:
+            memo[key] = build(records)
+        return memo[key]
 
 
 def _scale(low: float | None, high: float | None, value: float | None, marks: Iterable[float]) -> tuple[float, float]:
@@ -94,6 +78,7 @@ def metric_rows(document: dict) -> list[dict]:
 
         display = m["display"]
         rows.append({"name": m["name"], "cells": [display["estimate"], display["interval"], display["counts"]],
+                     "axis": [f"{lo:.3g}", f"{hi:.3g}"],
                      "x": {"value": at(m["estimate"]), "low": at(m["low"]), "high": at(m["high"])},
                      "thresholds": [{"rule": rule, "kind": kind, "at": at(value), "value": value}
                                     for rule, kind, value in thresholds]})
@@ -134,10 +119,10 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
                     continue
                 judged = [r for r in members if criterion in r.get("judgments", {})]
                 judgments = [Judgment.from_data(r["judgments"][criterion]) for r in judged]
-                if design:
-                    from oloproof_core.statistics.units import group
+                if design:  # (imported under another name: ``group`` is this loop's slice group)
+                    from oloproof_core.statistics.units import group as per_unit
 
-                    judgments = group(judgments, [r.get("cluster") for r in judged])
+                    judgments = per_unit(judgments, [r.get("cluster") for r in judged])
                 s = metric.summarize(judgments, confidence)
                 estimate, interval, counts = cells_like(s, kinds.get(criterion))
                 cells.append({"criterion": criterion, "estimate": estimate, "interval": interval,
@@ -172,12 +157,38 @@ def run_view(store: Any, records: Records, plugins: Any, run_id: str) -> dict:
             "children": [h for h in store.list_runs() if h.get("parent") == run_id]}
 
 
+def dump_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def search_text(record: dict) -> str:
+    """Everything a search on the run page reads of one case, lowercased: its id, metadata
+    (``key=value``), input, expected, output (of every trial), missing reason, and each judgment's
+    reason and rationale."""
+    case = record.get("case") or {}
+    parts = [record["id"], *(f"{k}={v}" for k, v in (case.get("metadata") or {}).items()),
+             dump_text(case.get("input")), dump_text(case.get("expected")), dump_text(record.get("output")),
+             str(record.get("missing") or "")]
+    for trial in record.get("trials") or []:
+        parts.append(dump_text(trial.get("output")))
+    for judgment in (record.get("judgments") or {}).values():
+        detail = judgment.get("detail") or {}
+        parts += [str(judgment.get("reason") or ""), str(detail.get("rationale") or "")]
+    return "\n".join(parts).lower()
+
+
 def cases_view(records: list[dict], criteria: list[str], page: int = 1, criterion: str | None = None,
-               status: str | None = None, query: str | None = None, per_page: int = PER_PAGE) -> dict:
-    """One page of a run's cases, filtered by a criterion's status and a search of id and metadata."""
-    needle = (query or "").lower()
+               status: str | None = None, query: str | None = None, per_page: int = PER_PAGE,
+               sort: str | None = None, desc: bool = False, texts: list[str] | None = None,
+               order: list[int] | None = None) -> dict:
+    """One page of a run's cases, filtered by a criterion's status and a search of the case's text
+    (id, metadata, input, expected, output, reasons and rationales: ``texts``, one lowercased
+    string a record, from :func:`search_text`), in ``order`` (record indexes: a column's sort,
+    :func:`browse.order_by`; the run's order when None)."""
+    needle = (query or "").lower().strip()
     chosen = []
-    for record in records:
+    for i in (order if order is not None else range(len(records))):
+        record = records[i]
         judgments = record.get("judgments", {})
         if criterion and status:
             if criterion not in judgments or status_of(judgments[criterion]) != status:
@@ -186,19 +197,21 @@ def cases_view(records: list[dict], criteria: list[str], page: int = 1, criterio
             if not any(status_of(j) == status for j in judgments.values()) and not (
                     status == "missing" and "missing" in record):
                 continue
-        if needle:
-            metadata = (record.get("case") or {}).get("metadata") or {}
-            haystack = " ".join([record["id"], *(f"{k}={v}" for k, v in metadata.items())]).lower()
-            if needle not in haystack:
-                continue
+        if needle and needle not in (texts[i] if texts is not None else search_text(record)):
+            continue
         chosen.append(record)
+    if desc:
+        chosen.reverse()
     pages = max(1, -(-len(chosen) // per_page))
     page = min(max(1, page), pages)
     shown = chosen[(page - 1) * per_page: page * per_page]
     return {"total": len(records), "matching": len(chosen), "page": page, "pages": pages,
-            "filters": {"criterion": criterion or "", "status": status or "", "q": query or ""},
+            "filters": {"criterion": criterion or "", "status": status or "", "q": query or "",
+                        "sort": sort or "", "desc": "1" if desc else ""},
             "rows": [{"id": r["id"], "missing": r.get("missing"),
-                      "statuses": [status_of(r["judgments"][c]) if c in r.get("judgments", {}) else "" for c in criteria]}
+                      "statuses": [status_of(r["judgments"][c]) if c in r.get("judgments", {}) else "" for c in criteria],
+                      "values": [(r["judgments"][c].get("value") if c in r.get("judgments", {}) else None)
+                                 for c in criteria]}
                      for r in shown]}
 
 
@@ -226,10 +239,11 @@ def _relevant_mark(item: dict, labels: list[dict], unit: str) -> str:
 
 def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
     header, _ = store.get_run(run_id)
-    found = [r for r in records(run_id) if r["id"] == case_id]
-    if not found:
+    index = getattr(records, "derived", None)  # Records: an index by id, built once; a plain callable: a scan
+    record = (index(run_id, "by id", lambda rows: {r["id"]: r for r in reversed(rows)}).get(case_id) if index
+              else next((r for r in records(run_id) if r["id"] == case_id), None))
+    if record is None:
         raise ConfigError(f"run {run_id} has no case {case_id!r}", fix="pick a case from the run's page")
-    record = found[0]
     case = record.get("case") or {}
     labels = _relevance(case)
     unit = header.get("relevance_unit") or "doc"
@@ -261,7 +275,9 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
                                   "evidence": entry.get("evidence"),
                                   "intervention": diagnosis.get("label") or diagnosis.get("intervention"),
                                   "children": diagnosis.get("children", [])})
-    return {"run": header, "record": record, "case": case, "judgments": record.get("judgments", {}),
+    trials = [{"trial": n, "output": t.get("output"), "missing": t.get("missing"),
+               "judgments": t.get("judgments") or {}} for n, t in enumerate(record.get("trials") or [], 1)]
+    return {"run": header, "record": record, "case": case, "judgments": record.get("judgments", {}), "trials": trials,
             "relevance_unit": unit, "retrieval": retrieval, "candidates": candidates, "context": context,
             "tokens_used": used, "citations": citations,
             "labels": labels, "diagnoses": diagnoses, "other_artifacts": {
@@ -297,6 +313,7 @@ def paired_differences(candidate: list[dict], baseline: list[dict], policy: dict
 
         value, bounds = points_cells(diff / 100, low / 100, high / 100)
         rows.append({"criterion": criterion, "value": value, "interval": bounds, "paired": paired.n,
+                     "axis": [f"{-reach:+.1f}", f"{reach:+.1f}"],
                      "x": {"value": at(diff), "low": at(low), "high": at(high), "zero": 50.0},
                      "margins": [{**m, "at": at(m["value"])} for m in margins]})
     return rows
@@ -320,6 +337,10 @@ def object_view(store: Any, records: Records, object_id: str) -> dict:
                            for c in changed_cases(new, old, [i for i in new if i in old], criteria)
                            if change_of(c) != "changed"]  # passed <-> failed (or missing)
         view["differences"] = paired_differences(records(candidate), records(baseline), record.get("policy") or {})
+        summaries = {run: store.get_run(run)[1].get("metrics", {}) for run in (candidate, baseline)}
+        view["estimates"] = {d["criterion"]: [(summaries[run].get(d["criterion"]) or {}).get("cells", ["", ""])[:2]
+                                              for run in (candidate, baseline)] for d in view["differences"]}
+        view["planning"] = {d["rule"]: d.get("planning") for d in (record.get("view") or {}).get("decisions", [])}
     elif kind == "diagnosis":
         if "selected" in record:  # a diagnosis record: printed by the diagnosis renderer, as inspect does
             from oloproof_core.outputs.diagnosis import inspect_lines, summary_lines

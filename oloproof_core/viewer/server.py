@@ -27,6 +27,8 @@ def environment() -> Any:
     env = Environment(loader=PackageLoader("oloproof_core.viewer", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["pretty"] = pretty
+    env.filters["num"] = num
+    env.globals["link"] = link
     env.globals["status_of"] = views.status_of
     env.globals["statuses"] = views.STATUSES
     return env
@@ -37,6 +39,28 @@ def pretty(value: Any) -> str:
     import json
 
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def num(value: Any, places: int = 3) -> str:
+    """A recorded number for reading: a float to ``places`` decimals (``0.631``), an integer as
+    it is, anything else (None, text) as text or nothing."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, float):
+        from oloproof_core.statistics.display import fixed
+
+        return fixed(value, places) if value == value and abs(value) != float("inf") else str(value)
+    return str(value)
+
+
+def link(href: str | None, text: Any) -> Any:
+    """``<a href>text</a>``, or the text alone (marked as not in this file) when a page has no
+    URL for it: an exported file links only to what it holds."""
+    from markupsafe import Markup, escape
+
+    if href is None:
+        return Markup('<span class="elsewhere" title="not in this file">{}</span>').format(escape(text))
+    return Markup('<a href="{}">{}</a>').format(href, escape(text))
 
 
 class ServedLinks:
@@ -58,6 +82,15 @@ class ServedLinks:
         query = {k: v for k, v in cases["filters"].items() if v}
         return "?" + urlencode({**query, "page": page})
 
+    def sort(self, cases: dict, column: str) -> str:
+        """The cases table sorted by ``column``; the same column again reverses the order."""
+        query = {k: v for k, v in cases["filters"].items() if v and k not in ("sort", "desc")}
+        again = cases["filters"]["sort"] == column and not cases["filters"]["desc"]
+        return "?" + urlencode({**query, "sort": column, **({"desc": "1"} if again else {})})
+
+    def compare(self, candidate: str, baseline: str) -> str:
+        return "/compare?" + urlencode([("run", candidate), ("run", baseline)])
+
 
 class ExportLinks:
     """Links inside one exported file: the cases it holds are anchors, the rest plain text ids."""
@@ -68,17 +101,23 @@ class ExportLinks:
     def home(self) -> str:
         return "#"
 
-    def run(self, run_id: str) -> str:
-        return "#" if run_id in self.runs_inside else f"#run-{quote(run_id, safe='')}"
+    def run(self, run_id: str) -> str | None:
+        return "#" if run_id in self.runs_inside else None
 
-    def case(self, run_id: str, case_id: str) -> str:
-        return f"#case-{quote(case_id, safe='')}"
+    def case(self, run_id: str, case_id: str) -> str | None:
+        return f"#case-{quote(case_id, safe='')}" if run_id in self.runs_inside else None
 
-    def object(self, object_id: str) -> str:
-        return "#"
+    def object(self, object_id: str) -> str | None:
+        return None
 
     def page(self, cases: dict, page: int) -> str:
         return "#"
+
+    def sort(self, cases: dict, column: str) -> None:
+        return None
+
+    def compare(self, candidate: str, baseline: str) -> None:
+        return None
 
 
 class Pages:
@@ -93,7 +132,10 @@ class Pages:
         return self.env.get_template(template).render(links=links, exported=False, **context)
 
     def runs(self, query: dict, links: Any) -> str:
-        view = views.runs_view(self.store, query.get("system"), query.get("state"), query.get("gate"))
+        from oloproof_core.outputs import browse
+
+        view = browse.runs_view(self.store, query.get("system"), query.get("state"), query.get("gate"),
+                               every=bool(query.get("all")))
         objects = []
         for kind in ("comparison", "diagnosis", "judge_validation"):
             for object_id, record in self.store.list_objects(kind):
@@ -103,16 +145,50 @@ class Pages:
         return self.render("runs.html", links, view=view, objects=objects)
 
     def run(self, run_id: str, query: dict, links: Any) -> str:
+        from oloproof_core.outputs import browse
+
         run_id = self.store.resolve_run(run_id)
-        view = views.run_view(self.store, self.records, self.plugins, run_id)
+        view = self.run_page(run_id)
         try:
             page = int(query.get("page") or 1)
         except ValueError:
             page = 1
         status = query.get("status") if query.get("status") in views.STATUSES else None
         criterion = query.get("criterion") if query.get("criterion") in view["criteria"] else None
-        cases = views.cases_view(self.records(run_id), view["criteria"], page, criterion, status, query.get("q"))
+        sort = query.get("sort") if query.get("sort") in ("case", *view["criteria"]) else None
+        q = (query.get("q") or "").strip()
+        texts = self.records.derived(run_id, "text", lambda rs: [views.search_text(r) for r in rs]) if q else None
+        order = self.records.derived(run_id, ("sort", sort), lambda rs: browse.order_by(rs, sort)) if sort else None
+        cases = views.cases_view(self.records(run_id), view["criteria"], page, criterion, status, q, sort=sort,
+                                 desc=bool(query.get("desc")), texts=texts, order=order)
         return self.render("run.html", links, view=view, cases=cases)
+
+    def run_page(self, run_id: str) -> dict:
+        """The run's page data, computed once per run (the slices read every case); its child
+        runs, which a diagnosis may add while the viewer runs, are listed on each request."""
+        from oloproof_core.outputs import browse
+
+        def build(records: list[dict]) -> dict:
+            view = views.run_view(self.store, self.records, self.plugins, run_id)
+            gated = browse.gating_criteria(view["document"], view["criteria"])
+            return {**view, "failures": browse.failures(records, gated)}
+
+        view = self.records.derived(run_id, "view", build)
+        return {**view, "children": [h for h in self.store.list_runs() if h.get("parent") == run_id]}
+
+    def compare(self, query: Any, links: Any) -> str:
+        """Two runs side by side (``?run=A&run=B``, the newer the candidate): the runs list's form."""
+        from oloproof_core.outputs import browse
+
+        chosen = list(dict.fromkeys(query.getall("run", []) if hasattr(query, "getall") else query.get("run", [])))
+        if len(chosen) != 2:
+            raise ConfigError(f"compare needs two runs, {len(chosen)} chosen",
+                              fix="tick two runs on the runs page, then press Compare")
+        ids = sorted(self.store.resolve_run(r) for r in chosen)  # run ids sort by creation time
+        baseline, candidate = ids
+        show = query.get("show") if query.get("show") in browse.CHANGES else None
+        view = browse.pair_view(self.store, self.records, candidate, baseline, show)
+        return self.render("compare.html", links, v=view)
 
     def case(self, run_id: str, case_id: str, links: Any) -> str:
         run_id = self.store.resolve_run(run_id)
@@ -131,7 +207,7 @@ def export_html(store: Any, plugins: Any, target: str) -> str:
         html = pages.env.get_template("object.html").render(links=ExportLinks(set()), exported=True, o=view)
     else:
         run_id = store.resolve_run(target)
-        view = views.run_view(store, pages.records, plugins, run_id)
+        view = pages.run_page(run_id)
         records = pages.records(run_id)
         cases = views.cases_view(records, view["criteria"], per_page=max(1, len(records)))
         bodies = [views.case_view(store, pages.records, run_id, r["id"]) for r in records]
@@ -207,6 +283,7 @@ def make_app(store: Any, plugins: Any, names: Any = None, log: Any = None) -> An
     app.router.add_get("/runs/{run}/cases/{case}",
                        page(lambda r: pages.case(r.match_info["run"], r.match_info["case"], links)))
     app.router.add_get("/objects/{object}", page(lambda r: pages.object(r.match_info["object"], links)))
+    app.router.add_get("/compare", page(lambda r: pages.compare(r.query, links)))
     return app
 
 
