@@ -107,7 +107,9 @@ def test_runs_compare_and_store_check_on_the_jsonfolder_store(venv: Venv, tmp_pa
         chunk.write_text(chunk.read_text(encoding="utf-8").replace("Paris", "Berlin"), encoding="utf-8")
     damaged = venv.oloproof("store", "check", cwd=project)
     assert damaged.returncode == 2, damaged.stdout + damaged.stderr
-    assert damaged.stdout.splitlines()[1:] == [f"Damaged: run {a}: its case records do not match its seal", "1 damaged"]
+    assert damaged.stdout.splitlines()[1:] == [
+        f"Damaged: run {a}: its case records do not match its seal",
+        "1 damaged; `oloproof store repair` removes the damaged cached values and quarantines the damaged runs"]
     refused = venv.oloproof("inspect", a, cwd=project)
     assert refused.returncode == 2 and f"run {a} is damaged" in refused.stderr, refused.stdout + refused.stderr
     assert venv.oloproof("inspect", b, cwd=project).returncode == 0, "the other run is intact"
