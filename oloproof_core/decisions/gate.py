@@ -46,11 +46,18 @@ class Policy:
     rules: list[Rule] = field(factory=list)
     judge_validation: JudgeValidation = field(factory=JudgeValidation)
     sequential: SequentialOptions = field(factory=SequentialOptions)
+    # criterion -> a human labels file (as `judge validate` reads), for the human-level interval
+    labels: dict[str, str] = field(factory=dict)
     # rule id -> "file:line:col: $.rules[i]", filled in by load_policy; not a key of the policy file
     where: dict = field(factory=dict, eq=False, metadata={INTERNAL: True})
 
     def check_metrics(self, metrics: Mapping[str, Any], kinds: Sequence[str] = RUN_RULE_KINDS) -> None:
-        """Every rule names a criterion of the suite and a kind this command decides."""
+        """Every rule names a criterion of the suite and a kind this command decides; every labels
+        file is for a criterion of the suite."""
+        for criterion in self.labels:
+            if criterion not in metrics:
+                raise ConfigError(f"labels: names criterion {criterion!r}, which no evaluator defines",
+                                  fix=f"use one of: {', '.join(metrics)}")
         for rule in self.rules:
             if rule.metric not in metrics:
                 raise ConfigError(f"rule {rule.id!r} names metric {rule.metric!r}, which no evaluator defines",
@@ -116,7 +123,7 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
                           fix="write version: 1")
     return Policy(version=policy.version, confidence_level=policy.confidence_level, block_on=policy.block_on,
                   rules=policy.rules, judge_validation=policy.judge_validation, sequential=policy.sequential,
-                  where=where)
+                  labels=policy.labels, where=where)
 
 
 def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confidence: float) -> Decision:
@@ -126,21 +133,31 @@ def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confi
 
 
 def decide_policy(policy: Policy, judgments: Mapping[str, Sequence[Judgment]], metrics: Mapping[str, Metric],
-                  confidence: float, judges: Mapping[str, str], store: Any, not_run: int = 0) -> list[Decision]:
+                  confidence: float, judges: Mapping[str, str], store: Any, not_run: int = 0,
+                  human: Mapping[str, Metric] | None = None) -> list[Decision]:
     """Every rule of ``policy`` on the judgments of the cases run, then the judge-validation check.
 
     :param judges: criterion -> the judge's identity digest, for the criteria an LLM judges.
     :param not_run: cases of the suite a sequential run has not run; an observed_count rule counts
         them as possible failures (it is about the whole suite), an interval rule leaves them out.
+    :param human: judge criterion -> its human-level metric (``statistics/human_level.py``), for the
+        criteria with human labels on this run: an interval rule on one decides, through the same
+        :func:`decide_threshold`, on the human-level interval instead of the judge's rate, and needs
+        no validation (the interval holds whatever the judge's agreement).
     """
-    decisions = []
+    human = human or {}
+    decisions, on_human = [], set()
     for rule in policy.rules:
         cases = judgments[rule.metric]
         if rule.kind == "observed_count" and not_run:
             cases = [*cases, *[Judgment.missing("not_run")] * not_run]
-        decisions.append(decide_threshold(rule, cases, metrics[rule.metric], confidence))
+        metric = metrics[rule.metric]
+        if rule.metric in human and rule.kind == "interval":
+            metric = human[rule.metric]
+            on_human.add(rule.id)
+        decisions.append(decide_threshold(rule, cases, metric, confidence))
     if judges:
-        decisions = require_validated_judges(decisions, judges, store, policy.judge_validation)
+        decisions = require_validated_judges(decisions, judges, store, policy.judge_validation, on_human)
     return decisions
 
 
@@ -176,15 +193,16 @@ def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> 
 
 
 def require_validated_judges(decisions: list[Decision], judges: Mapping[str, str], store: Any,
-                             requirement: JudgeValidation) -> list[Decision]:
+                             requirement: JudgeValidation, on_human: set[str] = frozenset()) -> list[Decision]:
     """A rule on a judge criterion gates only once that exact judge passed a validation against
     human labels; until then its verdict is MANUAL_REVIEW (``judge_not_validated``).
 
     :param judges: criterion -> the judge's identity digest, for the criteria an LLM judges.
+    :param on_human: the rules decided on the human-level interval, which need no validation.
     """
     out = []
     for d in decisions:
-        if d.metric in judges and not judge_validated(store, judges[d.metric], requirement):
+        if d.metric in judges and d.rule not in on_human and not judge_validated(store, judges[d.metric], requirement):
             d = Decision(rule=d.rule, metric=d.metric, verdict="MANUAL_REVIEW", reason="judge_not_validated")
         out.append(d)
     return out
@@ -200,4 +218,6 @@ def policy_data(policy: Policy | None) -> dict | None:
     data.pop("where", None)
     if policy.sequential == SequentialOptions():  # unset: recorded as before, so content ids do not move
         data.pop("sequential", None)
+    if not policy.labels:
+        data.pop("labels", None)
     return data
