@@ -1,8 +1,8 @@
 """Seeded simulation of the human-level interval and of admission by bias (docs/statistics.md).
 
 Run from the repository root: ``python scripts/human_level_simulation.py`` (every table, a few
-minutes on one core) or ``--table coverage`` / ``--table admission``; ``--trials`` sets the
-replicates per cell. Every cell draws from its own ``np.random.default_rng([seed, cell index])``,
+minutes on one core) or ``--table coverage`` / ``--table admission``; ``--trials`` and
+``--admission-trials`` set the replicates per cell. Every cell draws from its own ``np.random.default_rng([seed, cell index])``,
 so the output is reproducible and a subset of cells prints the same rows as the full grid.
 
 A judge of accuracy ``acc`` and bias ``bias`` (its pass rate minus the human pass rate ``prev``)
@@ -182,7 +182,8 @@ def format_needed(row) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", choices=("coverage", "admission", "all"), default="all")
-    parser.add_argument("--trials", type=int, default=4000)
+    parser.add_argument("--trials", type=int, default=4000, help="runs a cell of the coverage table")
+    parser.add_argument("--admission-trials", type=int, default=400, help="validations a cell of the admission table")
     args = parser.parse_args()
     started = time.time()
     if args.table in ("coverage", "all"):
@@ -196,17 +197,17 @@ def main() -> None:
             print(format_coverage(row), flush=True)
         print()
     if args.table in ("admission", "all"):
-        print(f"Labels needed for P(admitted) ≥ 0.8, an unbiased judge, labels a random sample, {args.trials} "
+        print(f"Labels needed for P(admitted) ≥ 0.8, an unbiased judge, labels a random sample, {args.admission_trials} "
               f"validations a cell, seed {SEED}; by bias with false-pass rate ≤ {MAX_FALSE_PASS:.0%}, and by "
               "the kappa requirement (lower bound ≥ 0.6)")
         print()
         print("| accuracy | prevalence | " + " | ".join(f"bias ≤ {100 * m:.0f} points" for m in MARGINS)
               + " | kappa ≥ 0.6 |")
         print("| --- | --- | " + " | ".join("---" for _ in MARGINS) + " | --- |")
-        for row in needed_rows(args.trials):
+        for row in needed_rows(args.admission_trials):
             print(format_needed(row), flush=True)
         print()
-        print(f"Worst P(admitted) of a judge biased by exactly 10 points: {false_admission(args.trials):.4f}")
+        print(f"Worst P(admitted) of a judge biased by exactly 10 points: {false_admission(args.admission_trials):.4f}")
     print(f"({time.time() - started:.0f} s)", file=sys.stderr)
 
 

@@ -23,6 +23,10 @@ class JudgeValidation:
 
     min_kappa: float = 0.6
     min_cases: int = 30
+    # "kappa": the lower bound of kappa; "bias": the bias and false-pass bounds (statistics/admission.py)
+    admit_by: str = "kappa"
+    max_bias: float = 0.10
+    max_false_pass: float = 0.5
 
 
 @frozen(kw_only=True)
@@ -118,6 +122,10 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
     if policy.sequential.batch < 1:
         raise ConfigError(f"sequential.batch must be at least 1 case, got {policy.sequential.batch}",
                           where=doc.where(path + ("sequential", "batch")), fix="write batch: 10")
+    if policy.judge_validation.admit_by not in ("kappa", "bias"):
+        raise ConfigError(f"unknown judge_validation.admit_by {policy.judge_validation.admit_by!r}",
+                          where=doc.where(path + ("judge_validation", "admit_by")),
+                          fix="use kappa (the default) or bias")
     if policy.version != 1:
         raise ConfigError(f"unsupported policy version {policy.version}", where=doc.where(path + ("version",)),
                           fix="write version: 1")
@@ -172,14 +180,25 @@ def gate(decisions: Sequence[Decision], block_on: Sequence[str]) -> tuple[str, E
 
 
 def requirement_met(record: Mapping[str, Any], requirement: JudgeValidation) -> bool:
-    """Whether a stored validation compared at least ``min_cases`` cases and the lower bound of its
-    kappa interval (not the point estimate) is at least ``min_kappa``.
+    """Whether a stored validation compared at least ``min_cases`` cases and, by ``admit_by``, the lower
+    bound of its kappa interval (not the point estimate) is at least ``min_kappa`` ("kappa"), or its
+    bias interval lies within ±``max_bias`` and its false-pass rate's upper bound is at most
+    ``max_false_pass`` ("bias", ``statistics/admission.py``).
 
     A record without ``kappa_bounds`` (made before the requirement read the bound) does not meet
     it: validate again, which costs nothing for verdicts already in the judgment cache.
     """
+    if record.get("n", 0) < requirement.min_cases:
+        return False
+    if requirement.admit_by == "bias":
+        from oloproof_core.statistics.admission import admit_by_bias
+
+        t = record["table"]
+        return admit_by_bias(t["judge_pass_human_pass"], t["judge_pass_human_fail"], t["judge_fail_human_pass"],
+                             t["judge_fail_human_fail"], record.get("confidence_level", 0.95), requirement.max_bias,
+                             requirement.max_false_pass)["met"]
     bounds = record.get("kappa_bounds")
-    return record.get("n", 0) >= requirement.min_cases and bounds is not None and bounds[0] >= requirement.min_kappa
+    return bounds is not None and bounds[0] >= requirement.min_kappa
 
 
 def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> bool:
@@ -220,4 +239,7 @@ def policy_data(policy: Policy | None) -> dict | None:
         data.pop("sequential", None)
     if not policy.labels:
         data.pop("labels", None)
+    for key, default in (("admit_by", "kappa"), ("max_bias", 0.10), ("max_false_pass", 0.5)):
+        if data["judge_validation"].get(key) == default:  # unset: recorded as before
+            data["judge_validation"].pop(key)
     return data

@@ -4,7 +4,7 @@ The plan reads a stored run alone (no key, no model): for each judge criterion (
 carry a judge's ``prompt_version``), the human labels that already apply (``engine/human.py``), and
 for each undecided rule on it the fewest labels, from each judge-verdict stratum, whose human-level
 interval would decide the rule if the agreement seen so far holds (``human_level.plan_labels``).
-It then draws the cases to label at random within each stratum (seeded by ``--seed``, the run and
+It then draws the cases to label at random within each stratum (seeded by ``--seed`` and
 the criterion) and stores the choice as an object of kind ``label_plan``, so that the labelled
 cases stay a random sample of their strata: label the planned cases, all of them, not the ones
 that look interesting.
@@ -119,7 +119,7 @@ def pick_cases(run_id: str, criterion: str, seed: int, verdicts: list[tuple], st
     """Draw the cases to label, at random within each judge-verdict stratum, among the unlabelled."""
     stored = stored_labels(store, criterion)
     from_file = filed.get(criterion, {})
-    rng = random.Random(f"{seed}:{run_id}:{criterion}")
+    rng = random.Random(f"{seed}:{criterion}")  # the same draw for the same verdicts, whatever the run id
     strata, chosen = {}, []
     for stratum in ("pass", "fail"):
         ids = [case for case, execution, s in verdicts if s[criterion] == stratum]

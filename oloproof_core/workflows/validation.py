@@ -152,6 +152,12 @@ def validate_judge(suite: Any, plugins: Any, store: Any, criterion: str, labels_
         "true_negative_rate": rate(table.ff, table.pf + table.ff, confidence),
         "methods": {"rates": RATE_METHOD, "kappa": KAPPA_METHOD, "kappa_large_sample": KAPPA_LARGE_SAMPLE_METHOD},
     }
+    need = suite.policy.judge_validation if suite.policy is not None else None
+    from oloproof_core.statistics.admission import BIAS_METHOD, admit_by_bias
+
+    limits = (need.max_bias, need.max_false_pass) if need is not None else (0.10, 0.5)
+    record["bias_admission"] = {**admit_by_bias(table.pp, table.pf, table.fp, table.ff, confidence, *limits),
+                                "max_bias": limits[0], "max_false_pass": limits[1], "method": BIAS_METHOD}
     if run_id is not None:
         record["run_rate"] = run_rate(store, run_id, criterion, record["identity"], labels, judgments, confidence)
     met = None
@@ -159,6 +165,9 @@ def validate_judge(suite: Any, plugins: Any, store: Any, criterion: str, labels_
         need = suite.policy.judge_validation
         met = requirement_met(record, need)
         record["requirement"] = {"min_kappa": need.min_kappa, "min_cases": need.min_cases, "met": met}
+        if need.admit_by != "kappa":
+            record["requirement"].update(admit_by=need.admit_by, max_bias=need.max_bias,
+                                         max_false_pass=need.max_false_pass)
     from oloproof_core.workflows.validation import render_validation
 
     record["lines"] = render_validation(record, spec)
@@ -215,13 +224,19 @@ def render_validation(record: dict, spec: Any) -> list[str]:
                  [["agreement", *rate_cells(record["agreement"])], ["Cohen's kappa", *kappa_cells],
                   ["true-positive rate", *rate_cells(record["true_positive_rate"])],
                   ["true-negative rate", *rate_cells(record["true_negative_rate"])]])
+    bias = record.get("bias_admission")
+    if bias and bias["bias"] is not None:
+        low, high = bias["bias_bounds"]
+        out.append(f"Bias (judge pass rate - human pass rate): {100 * bias['bias']:+.1f} points "
+                   f"[{floor_to(100 * low, 1):+.1f}, {ceil_to(100 * high, 1):+.1f}]; false-pass rate "
+                   f"(judge passes what people fail) at most {ceil_to(100 * bias['false_pass_high'], 1):.1f}%")
     run_rate = record.get("run_rate")
     if run_rate:
         naive, ppi = run_rate["judge_only"], run_rate["prediction_powered"]
         labels = ppi["labels"]
         out.append(f"Pass rate of {record['criterion']} in run {record['run']}:")
         out += table(["estimate of", "estimate", f"{level} interval", "from"],
-                     [["judge only (the gate)", percent(naive["value"]), percent_bounds(naive["low"], naive["high"]),
+                     [["judge only", percent(naive["value"]), percent_bounds(naive["low"], naive["high"]),
                        f"{naive['observed']} judged"],
                       ["human labels only", *rate_cells(labels)[:2], f"{labels['n']} labelled"],
                       ["prediction-powered", percent(ppi["value"]), "—",
@@ -231,7 +246,8 @@ def render_validation(record: dict, spec: Any) -> list[str]:
         out.append("Human level: the labels' own Clopper-Pearson interval. Prediction-powered (Angelopoulos et al. "
                    "2023, Science 382(6671):669-674): the judge's rate on the unlabelled cases minus its mean error "
                    "on the labelled ones, an estimate without an interval (its large-sample interval under-covers "
-                   "at these sizes). The gate decides on the judge-only interval.")
+                   "at these sizes). Without labels of the run the gate decides on the judge-only interval; with them, on "
+                   "the human-level interval `oloproof run` prints.")
     if kappa is None:
         out.append("Kappa is undefined: the judge and the humans each gave one and the same label to every case.")
     elif record["one_sided"]:
@@ -242,10 +258,16 @@ def render_validation(record: dict, spec: Any) -> list[str]:
     if requirement is None:
         out.append("Requirement: none (the suite has no policy)")
     else:
-        verdict = "met: rules on this criterion may gate" if requirement["met"] else \
-            "not met: rules on this criterion stay MANUAL_REVIEW (judge_not_validated)"
-        out.append(f"Requirement (policy judge_validation: lower bound of kappa at least {requirement['min_kappa']:g}, "
-                   f"min_cases {requirement['min_cases']}): {verdict}")
+        verdict = "met: without labels of a run, rules on this criterion may gate on the judge's rate" \
+            if requirement["met"] else \
+            "not met: without labels of a run, rules on this criterion stay MANUAL_REVIEW (judge_not_validated)"
+        if requirement.get("admit_by") == "bias":
+            out.append(f"Requirement (policy judge_validation: bias within ±{100 * requirement['max_bias']:g} points, "
+                       f"false-pass rate at most {100 * requirement['max_false_pass']:g}%, min_cases "
+                       f"{requirement['min_cases']}): {verdict}")
+        else:
+            out.append(f"Requirement (policy judge_validation: lower bound of kappa at least {requirement['min_kappa']:g}, "
+                       f"min_cases {requirement['min_cases']}): {verdict}")
     if not getattr(spec.evaluator, "judge", False):
         out.append(f"Note: {spec.type} is not an LLM judge; the gate does not need this validation.")
     return out
