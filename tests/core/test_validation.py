@@ -201,9 +201,12 @@ Outputs: run {run} (38 cases)
 │ true-positive rate │ 90.9%    │ [70.8%, 98.9%] │ 20 / 22 │
 │ true-negative rate │ 81.3%    │ [54.3%, 96.0%] │ 13 / 16 │
 └────────────────────┴──────────┴────────────────┴─────────┘
+Bias (judge pass rate - human pass rate): +2.6 points [-18.3, +24.1]; false-pass rate (judge passes what people \
+fail) at most 45.7%
 Intervals: rates Clopper-Pearson (1934), exact; kappa from Clopper-Pearson bounds on the true-positive rate, \
 the true-negative rate and the human pass rate (Šidák-combined, each at 1 - (1 - α/2)^(1/3)).
-Requirement (policy judge_validation: lower bound of kappa at least 0.6, min_cases 30): not met: without labels of a run, rules on this \
+Requirement (policy judge_validation: lower bound of kappa at least 0.6, min_cases 30): not met: without labels \
+of a run, rules on this \
 criterion stay MANUAL_REVIEW (judge_not_validated)
 Note: contains is not an LLM judge; the gate does not need this validation.
 Validation: {id}
@@ -314,7 +317,8 @@ def test_a_validation_below_the_requirement_exits_3(project):
     project.run("run")
     result = project.run("judge", "validate", "--labels", "labels.jsonl", "--criterion", "answer_correct")
     assert result.code == 3, result
-    assert ("Requirement (policy judge_validation: lower bound of kappa at least 0.5, min_cases 10): not met: without labels of a run, rules on this "
+    assert ("Requirement (policy judge_validation: lower bound of kappa at least 0.5, min_cases 10): not met: without labels "
+            "of a run, rules on this "
             "criterion stay MANUAL_REVIEW (judge_not_validated)") in result.out
 
 
