@@ -220,7 +220,10 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     writer = run_writer(store, run_id)
     listening = bool(plugins.pm.hook.oloproof_case_finished.get_hookimpls())  # no per-case cost otherwise
     tally = RunTally(metrics, suite.slices, suite.slice_criteria, design.cluster is not None, design.trials > 1)
-    verdicts: list | None = [] if judges and design.plain and sequential is None else None  # for human.py
+    # each case's verdicts of the judge criteria, for human.py: only where labels can apply (it grows with the run)
+    labelled = judges and (any(c in judges for c in getattr(suite.policy, "labels", None) or {})
+                           or any(r.get("criterion") in judges for _, r in store.list_objects("label")))
+    verdicts: list | None = [] if labelled and design.plain and sequential is None else None
 
     def finished(part: list[tuple]) -> None:
         """A batch of finished cases: counted, stored, and told to the plugins that listen."""
