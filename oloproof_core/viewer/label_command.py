@@ -1,4 +1,5 @@
-"""`oloproof label`: plan which cases of a run to label, label them, export and import labels."""
+"""`oloproof label`: plan which cases of a run to label, label them (the viewer's labelling page, or
+the terminal), export and import labels. A viewer command, since the page is the viewer's."""
 
 from __future__ import annotations
 
@@ -66,22 +67,32 @@ def plan(run_id: str, criterion: str | None, seed: int, count: int | None, confi
 @click.option("--terminal", is_flag=True, help="Label in the terminal instead of the browser.")
 @click.option("--criterion", default=None, metavar="NAME", help="The criterion's plan (default: the latest plan).")
 @click.option("--labeller", default=None, metavar="NAME", help="Who labels (default: git config user.name).")
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
+              help="The labelling page's port on 127.0.0.1 (0 picks a free one).")
+@click.option("--no-open", "no_open", is_flag=True, help="Do not open a web browser.")
 @config_option
 @store_option
-def start(run_id: str, terminal: bool, criterion: str | None, labeller: str | None, config: str | None,
-          store_spec: str | None) -> None:
-    """Label the planned cases of RUN_ID."""
-    from oloproof_core.model.errors import ConfigError
+def start(run_id: str, terminal: bool, criterion: str | None, labeller: str | None, port: int, no_open: bool,
+          config: str | None, store_spec: str | None) -> None:
+    """Label the planned cases of RUN_ID in the browser (or with --terminal)."""
     from oloproof_core.storage.labels import labeller_name
-    from oloproof_core.workflows.terminal_labelling import label_in_terminal
 
-    if not terminal:
-        raise ConfigError("the browser labelling page is not available yet",
-                          fix=f"label in the terminal: oloproof label {run_id} --terminal")
     project = Project(config, store_spec)
-    label_in_terminal(project.store, run_id, criterion, labeller_name(labeller),
-                      ask=lambda prompt: click.prompt(prompt, default="", show_default=False, prompt_suffix=""),
-                      tell=lambda line: echo([line]))
+    if terminal:
+        from oloproof_core.workflows.terminal_labelling import label_in_terminal
+
+        label_in_terminal(project.store, run_id, criterion, labeller_name(labeller),
+                          ask=lambda prompt: click.prompt(prompt, default="", show_default=False, prompt_suffix=""),
+                          tell=lambda line: echo([line]))
+        return
+    from oloproof_core.viewer.labels import LabelSession, serve_labels
+
+    session = LabelSession(project.store, run_id, criterion, labeller_name(labeller))
+
+    def announce(url: str) -> None:
+        click.echo(f"Labelling page for {session.criterion} on {session.run}: {url} (127.0.0.1 only; Ctrl-C stops it)")
+
+    serve_labels(session, port, announce, open_browser=not no_open)
 
 
 @label.command(name="export")
