@@ -122,6 +122,12 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
     if policy.sequential.batch < 1:
         raise ConfigError(f"sequential.batch must be at least 1 case, got {policy.sequential.batch}",
                           where=doc.where(path + ("sequential", "batch")), fix="write batch: 10")
+    for criterion, name in policy.labels.items():
+        if not (project_dir / name).is_file():
+            raise ConfigError(f"labels file {name!r} of {criterion!r} not found",
+                              where=doc.where(path + ("labels", criterion)),
+                              fix="write the labels file (docs/judges.md#the-labels-file), or fix the path: it is "
+                                  "relative to the project")
     if policy.judge_validation.admit_by not in ("kappa", "bias"):
         raise ConfigError(f"unknown judge_validation.admit_by {policy.judge_validation.admit_by!r}",
                           where=doc.where(path + ("judge_validation", "admit_by")),

@@ -204,3 +204,12 @@ def test_a_policy_can_admit_by_bias_where_kappa_would_not():
     assert not requirement_met(record, JudgeValidation())
     assert requirement_met(record, JudgeValidation(admit_by="bias"))
     assert not requirement_met(record, JudgeValidation(admit_by="bias", max_bias=0.02))
+
+
+def test_a_labels_file_the_policy_names_must_exist(tmp_path):
+    assert _olo("init", "--example", "judges", "demo", cwd=tmp_path).returncode == 0
+    config = tmp_path / "demo" / "oloproof.yaml"
+    config.write_text(config.read_text().replace("  rules:\n", "  labels: {grounded: nowhere.jsonl}\n  rules:\n"))
+    result = _olo("run", cwd=tmp_path / "demo")
+    assert result.returncode == 2
+    assert "$.policy.labels.grounded: labels file 'nowhere.jsonl' of 'grounded' not found" in result.stderr
