@@ -11,13 +11,14 @@ PASSAGES = {
     "sso": "Single sign-on is available on the Enterprise plan.",
     "trial": "The free trial lasts 30 days and needs no card.",
 }
+# Each topic's answers; case variant k gets the answer k modulo their number.
 ANSWERS = {
-    "refunds": "Refunds take 14 days.",
-    "seats": "Team plans include ten seats.",
-    "hours": "Support answers from 9 to 17 on weekdays.",
-    "export": "Export your data as CSV from Settings.",
-    "sso": "Single sign-on comes with every plan.",
-    "trial": "The trial lasts 30 days, no card needed.",
+    "refunds": ["Refunds take 14 days.", "Refunds take 14 days on every plan."],
+    "seats": ["Team plans include ten seats.", "Team plans include five seats."],
+    "hours": ["Support answers from 9 to 17 on weekdays."],
+    "export": ["Export your data as CSV from Settings.", "Export your data as CSV or PDF from Settings."],
+    "sso": ["Single sign-on comes with every plan.", "Single sign-on is on the Enterprise plan."],
+    "trial": ["The trial lasts 30 days, no card needed.", "The trial lasts 60 days."],
 }
 
 
@@ -25,4 +26,5 @@ ANSWERS = {
 def answer(input: dict) -> dict:
     topic = input["topic"]
     current_case().context(Context(items=(ContextItem(doc_id=topic, position=1, text=PASSAGES[topic]),)))
-    return {"answer": ANSWERS[topic]}
+    answers = ANSWERS[topic]
+    return {"answer": answers[input.get("variant", 0) % len(answers)]}

@@ -22,7 +22,7 @@ from oloproof_core.model.errors import ExitCode, OutputLost, error_line
 BUILTIN_COMMANDS = {name: f"oloproof_core.cli.{name}" for name in (
     "cache", "cases", "compare", "diagnose", "export", "headroom", "init", "inspect", "judge", "plugins", "run",
     "runs", "store",
-)} | {"view": "oloproof_core.viewer.command"}
+)} | {"view": "oloproof_core.viewer.command", "label": "oloproof_core.viewer.label_command"}
 
 
 class PluginGroup(click.Group):

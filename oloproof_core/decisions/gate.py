@@ -23,6 +23,10 @@ class JudgeValidation:
 
     min_kappa: float = 0.6
     min_cases: int = 30
+    # "kappa": the lower bound of kappa; "bias": the bias and false-pass bounds (statistics/admission.py)
+    admit_by: str = "kappa"
+    max_bias: float = 0.10
+    max_false_pass: float = 0.5
 
 
 @frozen(kw_only=True)
@@ -46,11 +50,18 @@ class Policy:
     rules: list[Rule] = field(factory=list)
     judge_validation: JudgeValidation = field(factory=JudgeValidation)
     sequential: SequentialOptions = field(factory=SequentialOptions)
+    # criterion -> a human labels file (as `judge validate` reads), for the human-level interval
+    labels: dict[str, str] = field(factory=dict)
     # rule id -> "file:line:col: $.rules[i]", filled in by load_policy; not a key of the policy file
     where: dict = field(factory=dict, eq=False, metadata={INTERNAL: True})
 
     def check_metrics(self, metrics: Mapping[str, Any], kinds: Sequence[str] = RUN_RULE_KINDS) -> None:
-        """Every rule names a criterion of the suite and a kind this command decides."""
+        """Every rule names a criterion of the suite and a kind this command decides; every labels
+        file is for a criterion of the suite."""
+        for criterion in self.labels:
+            if criterion not in metrics:
+                raise ConfigError(f"labels: names criterion {criterion!r}, which no evaluator defines",
+                                  fix=f"use one of: {', '.join(metrics)}")
         for rule in self.rules:
             if rule.metric not in metrics:
                 raise ConfigError(f"rule {rule.id!r} names metric {rule.metric!r}, which no evaluator defines",
@@ -111,12 +122,22 @@ def load_policy(doc: Document, value: Any, project_dir: Path, path: tuple) -> Po
     if policy.sequential.batch < 1:
         raise ConfigError(f"sequential.batch must be at least 1 case, got {policy.sequential.batch}",
                           where=doc.where(path + ("sequential", "batch")), fix="write batch: 10")
+    for criterion, name in policy.labels.items():
+        if not (project_dir / name).is_file():
+            raise ConfigError(f"labels file {name!r} of {criterion!r} not found",
+                              where=doc.where(path + ("labels", criterion)),
+                              fix="write the labels file (docs/judges.md#the-labels-file), or fix the path: it is "
+                                  "relative to the project")
+    if policy.judge_validation.admit_by not in ("kappa", "bias"):
+        raise ConfigError(f"unknown judge_validation.admit_by {policy.judge_validation.admit_by!r}",
+                          where=doc.where(path + ("judge_validation", "admit_by")),
+                          fix="use kappa (the default) or bias")
     if policy.version != 1:
         raise ConfigError(f"unsupported policy version {policy.version}", where=doc.where(path + ("version",)),
                           fix="write version: 1")
     return Policy(version=policy.version, confidence_level=policy.confidence_level, block_on=policy.block_on,
                   rules=policy.rules, judge_validation=policy.judge_validation, sequential=policy.sequential,
-                  where=where)
+                  labels=policy.labels, where=where)
 
 
 def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confidence: float) -> Decision:
@@ -126,21 +147,31 @@ def decide_rule(rule: Rule, judgments: Sequence[Judgment], metric: Metric, confi
 
 
 def decide_policy(policy: Policy, judgments: Mapping[str, Sequence[Judgment]], metrics: Mapping[str, Metric],
-                  confidence: float, judges: Mapping[str, str], store: Any, not_run: int = 0) -> list[Decision]:
+                  confidence: float, judges: Mapping[str, str], store: Any, not_run: int = 0,
+                  human: Mapping[str, Metric] | None = None) -> list[Decision]:
     """Every rule of ``policy`` on the judgments of the cases run, then the judge-validation check.
 
     :param judges: criterion -> the judge's identity digest, for the criteria an LLM judges.
     :param not_run: cases of the suite a sequential run has not run; an observed_count rule counts
         them as possible failures (it is about the whole suite), an interval rule leaves them out.
+    :param human: judge criterion -> its human-level metric (``statistics/human_level.py``), for the
+        criteria with human labels on this run: an interval rule on one decides, through the same
+        :func:`decide_threshold`, on the human-level interval instead of the judge's rate, and needs
+        no validation (the interval holds whatever the judge's agreement).
     """
-    decisions = []
+    human = human or {}
+    decisions, on_human = [], set()
     for rule in policy.rules:
         cases = judgments[rule.metric]
         if rule.kind == "observed_count" and not_run:
             cases = [*cases, *[Judgment.missing("not_run")] * not_run]
-        decisions.append(decide_threshold(rule, cases, metrics[rule.metric], confidence))
+        metric = metrics[rule.metric]
+        if rule.metric in human and rule.kind == "interval":
+            metric = human[rule.metric]
+            on_human.add(rule.id)
+        decisions.append(decide_threshold(rule, cases, metric, confidence))
     if judges:
-        decisions = require_validated_judges(decisions, judges, store, policy.judge_validation)
+        decisions = require_validated_judges(decisions, judges, store, policy.judge_validation, on_human)
     return decisions
 
 
@@ -155,14 +186,25 @@ def gate(decisions: Sequence[Decision], block_on: Sequence[str]) -> tuple[str, E
 
 
 def requirement_met(record: Mapping[str, Any], requirement: JudgeValidation) -> bool:
-    """Whether a stored validation compared at least ``min_cases`` cases and the lower bound of its
-    kappa interval (not the point estimate) is at least ``min_kappa``.
+    """Whether a stored validation compared at least ``min_cases`` cases and, by ``admit_by``, the lower
+    bound of its kappa interval (not the point estimate) is at least ``min_kappa`` ("kappa"), or its
+    bias interval lies within ±``max_bias`` and its false-pass rate's upper bound is at most
+    ``max_false_pass`` ("bias", ``statistics/admission.py``).
 
     A record without ``kappa_bounds`` (made before the requirement read the bound) does not meet
     it: validate again, which costs nothing for verdicts already in the judgment cache.
     """
+    if record.get("n", 0) < requirement.min_cases:
+        return False
+    if requirement.admit_by == "bias":
+        from oloproof_core.statistics.admission import admit_by_bias
+
+        t = record["table"]
+        return admit_by_bias(t["judge_pass_human_pass"], t["judge_pass_human_fail"], t["judge_fail_human_pass"],
+                             t["judge_fail_human_fail"], record.get("confidence_level", 0.95), requirement.max_bias,
+                             requirement.max_false_pass)["met"]
     bounds = record.get("kappa_bounds")
-    return record.get("n", 0) >= requirement.min_cases and bounds is not None and bounds[0] >= requirement.min_kappa
+    return bounds is not None and bounds[0] >= requirement.min_kappa
 
 
 def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> bool:
@@ -176,15 +218,16 @@ def judge_validated(store: Any, identity: str, requirement: JudgeValidation) -> 
 
 
 def require_validated_judges(decisions: list[Decision], judges: Mapping[str, str], store: Any,
-                             requirement: JudgeValidation) -> list[Decision]:
+                             requirement: JudgeValidation, on_human: set[str] = frozenset()) -> list[Decision]:
     """A rule on a judge criterion gates only once that exact judge passed a validation against
     human labels; until then its verdict is MANUAL_REVIEW (``judge_not_validated``).
 
     :param judges: criterion -> the judge's identity digest, for the criteria an LLM judges.
+    :param on_human: the rules decided on the human-level interval, which need no validation.
     """
     out = []
     for d in decisions:
-        if d.metric in judges and not judge_validated(store, judges[d.metric], requirement):
+        if d.metric in judges and d.rule not in on_human and not judge_validated(store, judges[d.metric], requirement):
             d = Decision(rule=d.rule, metric=d.metric, verdict="MANUAL_REVIEW", reason="judge_not_validated")
         out.append(d)
     return out
@@ -200,4 +243,9 @@ def policy_data(policy: Policy | None) -> dict | None:
     data.pop("where", None)
     if policy.sequential == SequentialOptions():  # unset: recorded as before, so content ids do not move
         data.pop("sequential", None)
+    if not policy.labels:
+        data.pop("labels", None)
+    for key, default in (("admit_by", "kappa"), ("max_bias", 0.10), ("max_false_pass", 0.5)):
+        if data["judge_validation"].get(key) == default:  # unset: recorded as before
+            data["judge_validation"].pop(key)
     return data

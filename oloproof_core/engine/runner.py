@@ -57,6 +57,7 @@ class RunOutcome:
     state: str  # "DECIDED/COMPLETE", ...
     caches: dict = field(factory=dict)
     units: dict = field(factory=dict)  # with trials or clusters: "instability" and "clusters" (units.py)
+    human: dict = field(factory=dict)  # judge criterion -> its human-level record (None: no labels; human.py)
 
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # base32 without I, L, O, U
@@ -219,6 +220,10 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     writer = run_writer(store, run_id)
     listening = bool(plugins.pm.hook.oloproof_case_finished.get_hookimpls())  # no per-case cost otherwise
     tally = RunTally(metrics, suite.slices, suite.slice_criteria, design.cluster is not None, design.trials > 1)
+    # each case's verdicts of the judge criteria, for human.py: only where labels can apply (it grows with the run)
+    labelled = judges and (any(c in judges for c in getattr(suite.policy, "labels", None) or {})
+                           or any(r.get("criterion") in judges for _, r in store.list_objects("label")))
+    verdicts: list | None = [] if labelled and design.plain and sequential is None else None
 
     def finished(part: list[tuple]) -> None:
         """A batch of finished cases: counted, stored, and told to the plugins that listen."""
@@ -227,7 +232,13 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                    for c, e, j, t in part]
         for r in results:
             tally.add(r)
-        writer.add([case_record(r, metrics, design.trials > 1) for r in results])
+        records = [case_record(r, metrics, design.trials > 1) for r in results]
+        writer.add(records)
+        if verdicts is not None:
+            from oloproof_core.storage.labels import execution_digest
+
+            verdicts.extend((r["id"], execution_digest(r), {c: r["judgments"].get(c, {}).get("status") for c in judges})
+                            for r in records)
         if listening:
             for r in results:
                 plugins.pm.hook.oloproof_case_finished(run=header, case=r.case, execution=r.execution,
@@ -256,7 +267,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         if traced is not None:
             header["traces"] = traced()
         outcome, summary = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges,
-                                     not_run, interrupted, sequential is not None)
+                                     not_run, interrupted, sequential is not None, verdicts)
         writer.finish(header, summary)
     except BaseException as first:
         try:
@@ -271,7 +282,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
 
 def _conclude(suite: Suite, store: Any, run_id: str, header: dict, tally: RunTally, caches: dict, metrics: dict,
               confidence: float, judges: dict, not_run: int, interrupted: bool,
-              sequential: bool) -> tuple[RunOutcome, dict]:
+              sequential: bool, verdicts: list | None = None) -> tuple[RunOutcome, dict]:
     """The outcome of a run whose cases are all counted (summaries, gate), and its summary record."""
     design = suite.design
     units = {}
@@ -287,9 +298,15 @@ def _conclude(suite: Suite, store: Any, run_id: str, header: dict, tally: RunTal
     summaries, slice_rows = summarize(suite, tally, confidence, metrics)
     decisions: list[Decision] = []
     verdict, exit_code = None, ExitCode.OK
+    evidence = {}
+    if verdicts is not None and not interrupted:  # a plain run with judges: the human labels that apply
+        from oloproof_core.engine.human import file_labels, human_evidence
+
+        evidence = human_evidence(list(judges), verdicts, store, file_labels(suite.policy, suite.config_path.parent))
     if suite.policy is not None and not interrupted:
         by_criterion = {criterion: tally.units(criterion) for criterion in metrics}
-        decisions = decide_policy(suite.policy, by_criterion, metrics, confidence, judges, store, not_run)
+        decisions = decide_policy(suite.policy, by_criterion, metrics, confidence, judges, store, not_run,
+                                  {c: e.metric() for c, e in evidence.items()})
         verdict, exit_code = gate(decisions, suite.policy.block_on)
     if interrupted:
         state, exit_code = "UNDECIDED/INTERRUPTED", ExitCode.INTERRUPTED
@@ -316,6 +333,9 @@ def _conclude(suite: Suite, store: Any, run_id: str, header: dict, tally: RunTal
         "policy": policy_data(suite.policy),
         **units,
     }
+    human = {c: evidence[c].record(confidence) if c in evidence else None for c in judges}
+    if evidence:  # recorded only where labels exist, so other runs' records do not change
+        summary["human_level"] = {c: r for c, r in human.items() if r is not None}
     return RunOutcome(run_id=run_id, header=header, tally=tally, summaries=summaries, slices=slice_rows,
                       decisions=decisions, gate=verdict, exit_code=exit_code, state=state, caches=caches,
-                      units=units), summary
+                      units=units, human=human), summary

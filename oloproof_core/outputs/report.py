@@ -41,6 +41,9 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     out += table(["metric", "estimate", f"{pct(confidence)} interval", "counts"],
                  [[name, *s.cells] for name, s in outcome.summaries.items()])
     out += unit_lines(outcome.units, outcome.header.get("design"), confidence)
+    from oloproof_core.outputs.human import human_lines
+
+    out += human_lines(outcome, confidence)
     missing = outcome.tally.no_output
     if missing:  # say so plainly: a dead service must not read like a small suite
         reasons = "; ".join(f"{reason} ({n})" for reason, n in missing.most_common(3))

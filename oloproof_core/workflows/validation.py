@@ -20,55 +20,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
 
 from oloproof_core.statistics.agreement import (
     KAPPA_LARGE_SAMPLE_METHOD, KAPPA_METHOD, RATE_METHOD, Table, cohen_kappa, kappa_bounds, kappa_interval,
     kappa_standard_error, one_sided, prediction_powered, rate,
 )
-from oloproof_core.config.documents import read_jsonl
+from oloproof_core.config.labels import LABEL_KEYS, LABEL_WORDS, Label, load_labels  # noqa: F401 - re-exported
 from oloproof_core.model.errors import ConfigError, ExitCode
 from oloproof_core.decisions.gate import requirement_met
 from oloproof_core.model.identity import digest
 from oloproof_core.model.records import Execution, Judgment
-
-LABEL_KEYS = ("id", "label", "output", "artifacts", "note")
-LABEL_WORDS = {True: True, False: False, "pass": True, "fail": False}
-
-
-@frozen(kw_only=True)
-class Label:
-    """One human label: the case, the human's verdict, and optionally the output to judge."""
-
-    id: str
-    label: bool
-    where: str  # "human_labels.jsonl:7"
-    output: Any = None
-    artifacts: dict | None = None
-    has_output: bool = False
-
-
-def load_labels(path: Path) -> list[Label]:
-    """Read a labels file, one object a line; every problem names its line and the fix."""
-    labels: list[Label] = []
-    for where, obj in read_jsonl(path, what="labels", keys=LABEL_KEYS, example='{"id": "c001", "label": true}',
-                                 missing_fix='write one line per case: {"id": "c001", "label": true}'):
-        if "label" not in obj:
-            raise ConfigError("$.label: missing label", where=where, fix='write {"id": "c001", "label": true}')
-        value = obj["label"]
-        if isinstance(value, str):
-            value = value.strip().casefold()
-        if not isinstance(value, (bool, str)) or value not in LABEL_WORDS:
-            raise ConfigError(f"label must be true/false or \"pass\"/\"fail\", got {obj['label']!r}", where=where,
-                              fix="write true when the criterion holds for the case, false when it does not")
-        artifacts = obj.get("artifacts")
-        if artifacts is not None and ("output" not in obj or not isinstance(artifacts, dict)):
-            raise ConfigError("artifacts must be an object of lists, given beside output", where=where,
-                              fix='write "output": {...}, "artifacts": {"context/v1": [{...}]}')
-        labels.append(Label(id=obj["id"], label=LABEL_WORDS[value], where=where, output=obj.get("output"),
-                            artifacts=artifacts, has_output="output" in obj))
-    return labels
-
 
 def run_rate(store: Any, run_id: str, criterion: str, identity: str, labels: list[Label],
              judgments: list[Judgment], confidence: float) -> dict | None:
@@ -191,6 +152,12 @@ def validate_judge(suite: Any, plugins: Any, store: Any, criterion: str, labels_
         "true_negative_rate": rate(table.ff, table.pf + table.ff, confidence),
         "methods": {"rates": RATE_METHOD, "kappa": KAPPA_METHOD, "kappa_large_sample": KAPPA_LARGE_SAMPLE_METHOD},
     }
+    need = suite.policy.judge_validation if suite.policy is not None else None
+    from oloproof_core.statistics.admission import BIAS_METHOD, admit_by_bias
+
+    limits = (need.max_bias, need.max_false_pass) if need is not None else (0.10, 0.5)
+    record["bias_admission"] = {**admit_by_bias(table.pp, table.pf, table.fp, table.ff, confidence, *limits),
+                                "max_bias": limits[0], "max_false_pass": limits[1], "method": BIAS_METHOD}
     if run_id is not None:
         record["run_rate"] = run_rate(store, run_id, criterion, record["identity"], labels, judgments, confidence)
     met = None
@@ -198,6 +165,9 @@ def validate_judge(suite: Any, plugins: Any, store: Any, criterion: str, labels_
         need = suite.policy.judge_validation
         met = requirement_met(record, need)
         record["requirement"] = {"min_kappa": need.min_kappa, "min_cases": need.min_cases, "met": met}
+        if need.admit_by != "kappa":
+            record["requirement"].update(admit_by=need.admit_by, max_bias=need.max_bias,
+                                         max_false_pass=need.max_false_pass)
     from oloproof_core.workflows.validation import render_validation
 
     record["lines"] = render_validation(record, spec)
@@ -254,13 +224,19 @@ def render_validation(record: dict, spec: Any) -> list[str]:
                  [["agreement", *rate_cells(record["agreement"])], ["Cohen's kappa", *kappa_cells],
                   ["true-positive rate", *rate_cells(record["true_positive_rate"])],
                   ["true-negative rate", *rate_cells(record["true_negative_rate"])]])
+    bias = record.get("bias_admission")
+    if bias and bias["bias"] is not None:
+        low, high = bias["bias_bounds"]
+        out.append(f"Bias (judge pass rate - human pass rate): {100 * bias['bias']:+.1f} points "
+                   f"[{floor_to(100 * low, 1):+.1f}, {ceil_to(100 * high, 1):+.1f}]; false-pass rate "
+                   f"(judge passes what people fail) at most {ceil_to(100 * bias['false_pass_high'], 1):.1f}%")
     run_rate = record.get("run_rate")
     if run_rate:
         naive, ppi = run_rate["judge_only"], run_rate["prediction_powered"]
         labels = ppi["labels"]
         out.append(f"Pass rate of {record['criterion']} in run {record['run']}:")
         out += table(["estimate of", "estimate", f"{level} interval", "from"],
-                     [["judge only (the gate)", percent(naive["value"]), percent_bounds(naive["low"], naive["high"]),
+                     [["judge only", percent(naive["value"]), percent_bounds(naive["low"], naive["high"]),
                        f"{naive['observed']} judged"],
                       ["human labels only", *rate_cells(labels)[:2], f"{labels['n']} labelled"],
                       ["prediction-powered", percent(ppi["value"]), "—",
@@ -270,7 +246,8 @@ def render_validation(record: dict, spec: Any) -> list[str]:
         out.append("Human level: the labels' own Clopper-Pearson interval. Prediction-powered (Angelopoulos et al. "
                    "2023, Science 382(6671):669-674): the judge's rate on the unlabelled cases minus its mean error "
                    "on the labelled ones, an estimate without an interval (its large-sample interval under-covers "
-                   "at these sizes). The gate decides on the judge-only interval.")
+                   "at these sizes). Without labels of the run the gate decides on the judge-only interval; with them, on "
+                   "the human-level interval `oloproof run` prints.")
     if kappa is None:
         out.append("Kappa is undefined: the judge and the humans each gave one and the same label to every case.")
     elif record["one_sided"]:
@@ -281,10 +258,16 @@ def render_validation(record: dict, spec: Any) -> list[str]:
     if requirement is None:
         out.append("Requirement: none (the suite has no policy)")
     else:
-        verdict = "met: rules on this criterion may gate" if requirement["met"] else \
-            "not met: rules on this criterion stay MANUAL_REVIEW (judge_not_validated)"
-        out.append(f"Requirement (policy judge_validation: lower bound of kappa at least {requirement['min_kappa']:g}, "
-                   f"min_cases {requirement['min_cases']}): {verdict}")
+        verdict = "met: without labels of a run, rules on this criterion may gate on the judge's rate" \
+            if requirement["met"] else \
+            "not met: without labels of a run, rules on this criterion stay MANUAL_REVIEW (judge_not_validated)"
+        if requirement.get("admit_by") == "bias":
+            out.append(f"Requirement (policy judge_validation: bias within ±{100 * requirement['max_bias']:g} points, "
+                       f"false-pass rate at most {100 * requirement['max_false_pass']:g}%, min_cases "
+                       f"{requirement['min_cases']}): {verdict}")
+        else:
+            out.append(f"Requirement (policy judge_validation: lower bound of kappa at least {requirement['min_kappa']:g}, "
+                       f"min_cases {requirement['min_cases']}): {verdict}")
     if not getattr(spec.evaluator, "judge", False):
         out.append(f"Note: {spec.type} is not an LLM judge; the gate does not need this validation.")
     return out

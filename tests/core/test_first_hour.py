@@ -158,7 +158,7 @@ def test_a_policy_offers_only_its_documented_keys(project):
     project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text() + "policy: policy.yaml\n")
     err = project.run("run").err
     assert err == ("error: policy.yaml:4:1: $.bogus: unknown key 'bogus'; fix: remove it; a policy accepts: version, "
-                   "confidence_level, block_on, rules, judge_validation, sequential\n")
+                   "confidence_level, block_on, rules, judge_validation, sequential, labels\n")
     project.write("policy.yaml", POLICY + "where: {floor: x}\n")  # filled in by the loader, never read from the file
     result = project.run("run")
     assert result.code == 2 and result.err.startswith("error: policy.yaml:4:1: $.where: unknown key 'where'; fix: ")

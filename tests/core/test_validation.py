@@ -201,9 +201,12 @@ Outputs: run {run} (38 cases)
 │ true-positive rate │ 90.9%    │ [70.8%, 98.9%] │ 20 / 22 │
 │ true-negative rate │ 81.3%    │ [54.3%, 96.0%] │ 13 / 16 │
 └────────────────────┴──────────┴────────────────┴─────────┘
+Bias (judge pass rate - human pass rate): +2.6 points [-18.3, +24.1]; false-pass rate (judge passes what people \
+fail) at most 45.7%
 Intervals: rates Clopper-Pearson (1934), exact; kappa from Clopper-Pearson bounds on the true-positive rate, \
 the true-negative rate and the human pass rate (Šidák-combined, each at 1 - (1 - α/2)^(1/3)).
-Requirement (policy judge_validation: lower bound of kappa at least 0.6, min_cases 30): not met: rules on this \
+Requirement (policy judge_validation: lower bound of kappa at least 0.6, min_cases 30): not met: without labels \
+of a run, rules on this \
 criterion stay MANUAL_REVIEW (judge_not_validated)
 Note: contains is not an LLM judge; the gate does not need this validation.
 Validation: {id}
@@ -259,13 +262,13 @@ def test_a_run_with_unlabelled_cases_gets_a_prediction_powered_pass_rate_beside_
     assert result.code == 3, result
     # judge only: 30 of 48 = 62.5%, Clopper-Pearson [0.47351, 0.76048]. Human labels: 22 of 38, Clopper-Pearson
     # [0.40821, 0.73690] (statsmodels). Prediction-powered: 0.7 - (3 - 2)/38 = 0.673684, an estimate without an interval.
-    assert cells(result.out, "judge only (the gate)") == ["62.5%", "[47.3%, 76.1%]", "48 judged"]
+    assert cells(result.out, "judge only") == ["62.5%", "[47.3%, 76.1%]", "48 judged"]
     assert cells(result.out, "human labels only") == ["57.9%", "[40.8%, 73.7%]", "38 labelled"]
     assert cells(result.out, "prediction-powered") == ["67.4%", "—", "10 judged + 38 labelled"]
     [(_, record)] = stored(project)
     ppi = record["run_rate"]["prediction_powered"]
     assert ppi["value"] == pytest.approx(0.7 - 1 / 38) and ppi["labels"] == rate(22, 38, 0.95)
-    assert "The gate decides on the judge-only interval." in result.out
+    assert "Without labels of the run the gate decides on the judge-only interval; with them" in result.out
 
 
 @pytest.mark.slow
@@ -314,7 +317,8 @@ def test_a_validation_below_the_requirement_exits_3(project):
     project.run("run")
     result = project.run("judge", "validate", "--labels", "labels.jsonl", "--criterion", "answer_correct")
     assert result.code == 3, result
-    assert ("Requirement (policy judge_validation: lower bound of kappa at least 0.5, min_cases 10): not met: rules on this "
+    assert ("Requirement (policy judge_validation: lower bound of kappa at least 0.5, min_cases 10): not met: without labels "
+            "of a run, rules on this "
             "criterion stay MANUAL_REVIEW (judge_not_validated)") in result.out
 
 

@@ -453,5 +453,5 @@ def test_a_validation_below_the_requirement_leaves_the_rule_in_manual_review(sta
     olo("run", cwd=tmp_path)
     validated = olo("judge", "validate", "--labels", "labels.jsonl", "--criterion", "grounded", cwd=tmp_path)
     assert validated.code == 3, validated
-    assert "not met: rules on this criterion stay MANUAL_REVIEW (judge_not_validated)" in validated.out
+    assert "not met: without labels of a run, rules on this criterion stay MANUAL_REVIEW (judge_not_validated)" in validated.out
     assert "judge_not_validated" in olo("run", cwd=tmp_path).out
