@@ -436,7 +436,7 @@ def test_a_rule_on_a_judge_is_manual_review_until_exactly_that_judge_is_validate
     assert validated.code == 0, validated
     assert len(standin.requests) == calls  # every verdict came from the run's judgment cache
     assert "│ agreement          │ 97.2%    │" in validated.out  # 70 of 72
-    assert "met: rules on this criterion may gate" in validated.out
+    assert "met: without labels of a run, rules on this criterion may gate on the judge's rate" in validated.out
     after = olo("run", cwd=tmp_path)
     assert after.code == 0, after
     assert "│ grounded-floor │ grounded │ PASS    │ interval_within_threshold │" in after.out

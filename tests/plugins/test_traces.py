@@ -101,13 +101,20 @@ class Service:
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory):
-    sys.modules.setdefault("app", load("app", BLACKBOX / "app.py"))
+    # the service imports `app` when it answers: the blackbox example's, whatever module an earlier
+    # test left under that name
+    earlier = sys.modules.get("app")
+    sys.modules["app"] = load("app", BLACKBOX / "app.py")
     server = load("traced_rag_server", EXAMPLE / "server.py")
     folder = tmp_path_factory.mktemp("examples")
     for name in ("traced_rag", "blackbox_rag"):
         shutil.copytree(ROOT / "examples" / name, folder / name,
                         ignore=shutil.ignore_patterns("__pycache__", ".oloproof"))
-    return server, folder / "traced_rag"
+    yield server, folder / "traced_rag"
+    if earlier is None:
+        sys.modules.pop("app", None)
+    else:
+        sys.modules["app"] = earlier
 
 
 def configure(folder: Path, name: str, url: str, port: int | None = None, grace: float = 5) -> None:
