@@ -120,3 +120,18 @@ def test_grade_replies_are_read_strictly():
     assert parse_grade('{"grade": true}') is None
     assert parse_grade('{"grade": 1} {"grade": 2}') is None
     assert parse_grade("relevant") is None
+
+
+def test_source_judge_needs_a_relevance_judge_in_the_suite(tmp_path):
+    assert olo("init", "--example", "support_rag", "p", cwd=tmp_path).code == 0
+    root = tmp_path / "p"
+    config = (root / "oloproof.yaml").read_text(encoding="utf-8")
+    (root / "oloproof.yaml").write_text(config.replace("evaluators:\n", "relevance: {source: judge}\nevaluators:\n"),
+                                        encoding="utf-8")
+    result = olo("run", cwd=root)
+    assert result.code == 2, result
+    assert "relevance.judge must name the criterion of a relevance_judge evaluator" in result.err + result.out
+    (root / "oloproof.yaml").write_text(config.replace("evaluators:\n", "relevance: {source: human}\nevaluators:\n"),
+                                        encoding="utf-8")
+    result = olo("run", cwd=root)
+    assert result.code == 2 and "relevance.source must be labels or judge" in result.err + result.out, result
