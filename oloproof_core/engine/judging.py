@@ -158,11 +158,69 @@ def storable_judgment(judgment: Any) -> Judgment:
     return Judgment(status=data["status"], value=data.get("value"), reason=data.get("reason"), detail=detail)
 
 
+class PassageCache:
+    """The judgment cache as a judge that caches finer than a case sees it (the relevance judge:
+    one grade per question and passage): ``get(key)`` (None when absent, or when not reading) and
+    ``put(key, value)``."""
+
+    def __init__(self, store: Any, read: bool = True):
+        self.store, self.read = store, read
+
+    def get(self, key: str) -> Any:
+        return self.store.cache_get_many("judgment", [key]).get(key) if self.read else None
+
+    def put(self, key: str, value: Any) -> None:
+        self.store.cache_put_many("judgment", [(key, value)])
+
+
+def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, store: Any, use_cache: bool = True,
+                progress: Any = None, writer: CacheWriter | None = None) -> tuple[list[dict], dict, bool]:
+    """:func:`judge_until_interrupted` with the suite's evaluators, and with judged relevance
+    (``relevance: {source: judge}``): the relevance judge first, then the retrieval metrics at k
+    on its labels for the cases without ``expected.relevant`` (each judgment marked ``judged``)."""
+    import attrs
+
+    from oloproof_core.model.retrieval import JUDGED_BY, AtKEvaluator
+
+    for spec in suite.evaluators:
+        if hasattr(spec.evaluator, "bind_cache"):
+            spec.evaluator.bind_cache(PassageCache(store, read=use_cache) if store is not None else None)
+    name = suite.relevance_judge
+    if name is None:
+        return judge_until_interrupted(pairs, suite.evaluators, store, suite.concurrency, use_cache, progress, writer)
+    later = [s for s in suite.evaluators if isinstance(s.evaluator, AtKEvaluator)]
+    first = [s for s in suite.evaluators if s not in later]
+    judgments, figures, interrupted = judge_until_interrupted(pairs, first, store, suite.concurrency, use_cache,
+                                                              progress, writer)
+    derived, failed = [], {}
+    for i, (case, execution) in enumerate(pairs):
+        verdict = judgments[i].get(name)
+        if case.expected.get("relevant") is not None or verdict is None:
+            derived.append((case, execution))
+        elif verdict.status in ("pass", "fail"):
+            expected = {**case.expected, "relevant": list(verdict.detail.get("labels", ())), JUDGED_BY: name}
+            derived.append((attrs.evolve(case, expected=expected), execution))
+        else:  # the judge gave no labels: the metrics on them are missing, not excluded
+            derived.append((case, execution))
+            failed[i] = Judgment.missing(f"relevance_judge_{verdict.status}: {verdict.reason}")
+    if later and not interrupted:
+        more, extra, interrupted = judge_until_interrupted(derived, later, store, suite.concurrency, use_cache,
+                                                           progress, writer)
+        for i, row in enumerate(more):
+            judgments[i].update({c: failed.get(i, j) if j.status == "excluded" else j for c, j in row.items()})
+        hits, misses = extra["judgment"]
+        figures["judgment"] = [figures["judgment"][0] + hits, figures["judgment"][1] + misses]
+    else:
+        for row in judgments:
+            row.update({s.evaluator.criterion: Judgment.missing("interrupted") for s in later})
+    return judgments, figures, interrupted
+
+
 def judge_cases(suite: Suite, store: Any, executions: list[Execution | None], caches: dict,
                 use_cache: bool = True, progress: Any = None) -> tuple[list[dict], bool]:
     """The judgments of a run's cases, and whether Ctrl-C stopped the judging; the cache figures
     go into ``caches``."""
-    judgments, figures, interrupted = judge_until_interrupted(list(zip(suite.cases, executions)), suite.evaluators,
-                                                              store, suite.concurrency, use_cache, progress)
+    judgments, figures, interrupted = judge_suite(list(zip(suite.cases, executions)), suite, store, use_cache,
+                                                  progress)
     caches.update(figures)
     return judgments, interrupted

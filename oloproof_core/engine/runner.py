@@ -18,7 +18,7 @@ from attrs import field, frozen
 
 from oloproof_core.model.errors import ExitCode
 from oloproof_core.engine.execution import Executions
-from oloproof_core.engine.judging import judge_until_interrupted
+from oloproof_core.engine.judging import judge_suite
 from oloproof_core.decisions.gate import Decision, decide_policy, gate, policy_data
 from oloproof_core.decisions.threshold import run_metrics
 from oloproof_core.model.identity import digest
@@ -117,8 +117,7 @@ def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_c
                     done, interrupted = executions.batch(items)
                 except KeyboardInterrupt:  # between the executor's own handling: the batch is not run
                     interrupted = True
-            judgments, figures, stopped = judge_until_interrupted(list(zip(items, done)), suite.evaluators, store,
-                                                                  suite.concurrency, use_cache, progress, judged)
+            judgments, figures, stopped = judge_suite(list(zip(items, done)), suite, store, use_cache, progress, judged)
             interrupted = interrupted or stopped
             merge_figures(caches, figures)
             finished(list(with_trials(suite, batch, done, judgments)))
@@ -145,9 +144,22 @@ def merge_figures(caches: dict, figures: dict) -> None:
             total[name] = total.get(name, 0) + value
 
 
+def judged_note(summary: Summary, judged: int, metric: str) -> Summary:
+    """A metric row built (in part) on judged relevance labels says so in its counts: ``· 12
+    judged``; for a fraction (recall), that it is recall among the retrieved candidates."""
+    if not judged:
+        return summary
+    import attrs
+
+    estimate, interval, counts = summary.cells
+    note = f"{judged} judged" + (" (recall among retrieved)" if metric == "fraction" else "")
+    return attrs.evolve(summary, cells=(estimate, interval, f"{counts} · {note}"))
+
+
 def summarize(suite: Suite, tally: RunTally, confidence: float, metrics: dict) -> tuple[dict, list]:
     """The metric of every criterion, then the exploratory slice table."""
-    summaries = {criterion: metric.summarize(tally.units(criterion), confidence)
+    summaries = {criterion: judged_note(metric.summarize(tally.units(criterion), confidence), tally.judged[criterion],
+                                        getattr(metric, "name", ""))
                  for criterion, metric in metrics.items()}
     rows: list[tuple[str, str, str, Summary | None]] = []
     for slice_ in suite.slices:
@@ -328,7 +340,8 @@ def _conclude(suite: Suite, store: Any, run_id: str, header: dict, tally: RunTal
         "decisions": [{"rule": d.rule, "metric": d.metric, "verdict": d.verdict, "reason": d.reason}
                       for d in decisions],
         "metrics": {k: {"value": s.value, "low": s.low, "high": s.high, "observed": s.observed,
-                        "missing": s.missing, "excluded": s.excluded, "cells": list(s.cells), "metric": s.metric}
+                        "missing": s.missing, "excluded": s.excluded, "cells": list(s.cells), "metric": s.metric,
+                        **({"judged": tally.judged[k]} if tally.judged[k] else {})}
                     for k, s in summaries.items()},
         "policy": policy_data(suite.policy),
         **units,

@@ -52,6 +52,7 @@ class Suite:
     concurrency: int
     relevance_unit: str = "doc"
     evidence_min_grade: float | None = None  # relevance.evidence_min_grade; None: every labelled grade above 0
+    relevance_judge: str | None = None  # relevance: {source: judge, judge: <criterion>}; None: human labels only
     store_type: str
     store_options: Any
     # auto: reuse cached executions of a system whose code is fingerprinted, re-contact an opaque
@@ -202,6 +203,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                  min_slice_support=skeleton.min_slice_support, policy=policy,
                  concurrency=skeleton.concurrency, store_type=store_type, store_options=store_options,
                  executions=executions, relevance_unit=unit, evidence_min_grade=evidence_grade(doc, skeleton),
+                 relevance_judge=relevance_judge(doc, skeleton, evaluators),
                  slice_criteria=slice_criteria, design=design,
                  executor=executor_made, executor_name=executor_name,
                  recipe=_recipe(config_path, project_dir, plugins, stage_reads), stage_cache=stage_cache)
@@ -212,15 +214,39 @@ def evidence_grade(doc: Document, skeleton: Skeleton) -> float | None:
     evidence (None, the default: every labelled unit of a grade above 0)."""
     relevance = skeleton.relevance or {}
     for key in relevance:
-        if key != "evidence_min_grade":
+        if key not in ("evidence_min_grade", "source", "judge"):
             raise ConfigError(f"unknown key {key!r}", where=doc.where(("relevance", key)),
-                              fix="remove it; relevance takes evidence_min_grade")
+                              fix="remove it; relevance takes evidence_min_grade, source and judge")
     grade = relevance.get("evidence_min_grade")
     if grade is not None and (isinstance(grade, bool) or not isinstance(grade, (int, float)) or grade <= 0):
         raise ConfigError(f"evidence_min_grade must be a number above 0, got {grade!r}",
                           where=doc.where(("relevance", "evidence_min_grade")),
                           fix="write evidence_min_grade: 2 to count only passages labelled grade 2 or more")
     return None if grade is None else float(grade)
+
+
+def relevance_judge(doc: Document, skeleton: Skeleton, evaluators: list) -> str | None:
+    """``relevance: {source: judge, judge: <criterion>}``: the criterion of the relevance judge whose
+    labels stand in for ``expected.relevant`` in cases without human labels; None (``source:
+    labels``, the default) for human labels only."""
+    relevance = skeleton.relevance or {}
+    source = relevance.get("source", "labels")
+    if source not in ("labels", "judge"):
+        raise ConfigError(f"relevance.source must be labels or judge, got {source!r}",
+                          where=doc.where(("relevance", "source")), fix="write source: judge, or remove it")
+    judges = [spec.evaluator.criterion for spec in evaluators if getattr(spec.evaluator, "relevance_judge", False)]
+    if source == "labels":
+        if "judge" in relevance:
+            raise ConfigError("relevance.judge is only read with source: judge", where=doc.where(("relevance", "judge")),
+                              fix="write source: judge, or remove judge")
+        return None
+    name = relevance.get("judge", judges[0] if len(judges) == 1 else None)
+    if name not in judges:
+        raise ConfigError(f"relevance.judge must name the criterion of a relevance_judge evaluator of the suite, "
+                          f"got {name!r}", where=doc.where(("relevance", "judge" if "judge" in relevance else "source")),
+                          fix=f"write judge: {judges[0]}" if judges else
+                          "add `- {type: relevance_judge, provider: ..., model: ...}` under evaluators")
+    return name
 
 
 def slice_spec(doc: Document, spec: Any, i: int, criteria: dict) -> tuple[str, tuple[str, ...] | None]:

@@ -13,6 +13,9 @@ from attrs import field, frozen
 from oloproof_core.model.records import Case, Execution, Judgment
 
 UNITS = ("doc", "chunk")
+# set in a case's expected (with judged labels as ``relevant``) when a relevance judge labelled it:
+# the judge's criterion (relevance: {source: judge}); the metrics then mark their judgments judged
+JUDGED_BY = "relevant_judged_by"
 
 
 def unit_key(item: Mapping, unit: str, whole_docs: Collection[str] = ()) -> str:
@@ -242,18 +245,29 @@ class AtKEvaluator(abc.ABC):
         return self.options.criterion or f"{self.name}_at_{self.options.k}"
 
     def exclude(self, case: Case) -> str | None:
+        if case.expected.get(JUDGED_BY):
+            return None
         return None if relevant_units(case, self.options.relevance_unit) else "no_relevance_labels"
 
     def evaluate(self, case: Case, execution: Execution) -> Judgment:
         unit = self.options.relevance_unit
         relevant = relevant_units(case, unit)
-        if not relevant:
+        judged = case.expected.get(JUDGED_BY)
+        if not relevant and not judged:
             return Judgment.excluded("no_relevance_labels")
         retrieval = latest(execution, "retrieval/v1")
         if retrieval is None:
             return Judgment.missing("no_retrieval_recorded")
-        whole = whole_documents(case) if unit == "chunk" else frozenset()
-        return self.rate(ranked_units(retrieval, unit, whole)[: self.options.k], relevant)
+        if not relevant:  # the judge found no relevant passage among those retrieved: nothing found
+            judgment = (Judgment.of(False, "no_relevant_in_top_k") if self.metric in ("proportion", "fraction")
+                        else Judgment.score(0.0))
+        else:
+            whole = whole_documents(case) if unit == "chunk" else frozenset()
+            judgment = self.rate(ranked_units(retrieval, unit, whole)[: self.options.k], relevant)
+        if judged:  # every number built on judged labels says so
+            judgment = Judgment(status=judgment.status, value=judgment.value, reason=judgment.reason,
+                                detail={**(judgment.detail or {}), "judged": str(judged)})
+        return judgment
 
     @abc.abstractmethod
     def rate(self, top: list[str], relevant: dict[str, float]) -> Judgment:

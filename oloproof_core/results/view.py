@@ -121,7 +121,8 @@ def _metric(name: str, m: Mapping[str, Any]) -> dict:
     estimate, interval, counts = m["cells"]
     return {"name": name, "metric": m.get("metric"), "estimate": m.get("value"), "low": m.get("low"),
             "high": m.get("high"), "observed": m["observed"], "successes": successes, "missing": m["missing"],
-            "excluded": m["excluded"], "display": {"estimate": estimate, "interval": interval, "counts": counts}}
+            "excluded": m["excluded"], "judged": m.get("judged", 0),
+            "display": {"estimate": estimate, "interval": interval, "counts": counts}}
 
 
 def _missing(records: Iterable[Mapping[str, Any]]) -> dict:

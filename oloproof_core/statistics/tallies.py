@@ -83,6 +83,7 @@ class RunTally:
         self.no_output: Counter = Counter()  # why the others did not ("interrupted", an error, ...)
         self.reasons = {c: {"missing": Counter(), "excluded": Counter()} for c in self.criteria}
         self.same = {c: SameFailure() for c in self.criteria}
+        self.judged: Counter = Counter()  # criterion -> observed judgments built on judged relevance labels
         self.measured = False  # any observed judgment at all
 
     def add(self, result: Any) -> None:
@@ -100,6 +101,8 @@ class RunTally:
             self.columns[criterion].append(judgment)
             if judgment.observed:
                 self.measured = True
+                if judgment.detail and judgment.detail.get("judged"):
+                    self.judged[criterion] += 1
             if ran:
                 if judgment.status in ("missing", "excluded"):
                     self.reasons[criterion][judgment.status][judgment.reason or "unknown"] += 1

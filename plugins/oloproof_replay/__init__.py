@@ -2,7 +2,8 @@
 
 Not a model. Each line of the replies file (JSONL) is ``{"match": "text", "verdict": "pass" |
 "fail", "rationale": "..."}``; the first line whose ``match`` occurs in the judge's prompt gives
-the reply (``match`` may be a list: every item must occur). A prompt that no line matches gets the
+the reply (``match`` may be a list: every item must occur). For a relevance judge a line gives
+``"grade": 0 | 1 | 2`` instead of a verdict. A prompt that no line matches gets the
 ``default`` verdict when one is set, else a reply no judge can parse, so the judgment is missing
 (``judge_unparseable``), never a silent pass. Every rationale says it was replayed. The file's
 sha256 is part of the judge's identity: editing the file misses the judgment cache. docs/judges.md.
@@ -52,10 +53,13 @@ class ReplayProvider:
                 raise ConfigError(f"{where}: not JSON: {exc}", fix="write one JSON object a line") from None
             match = row.get("match") if isinstance(row, dict) else None
             match = [match] if isinstance(match, str) else match
-            if not match or not all(isinstance(m, str) and m for m in match) or row.get("verdict") not in ("pass", "fail"):
-                raise ConfigError(f"{where}: expected {{\"match\": text or [texts], \"verdict\": \"pass\" or \"fail\"}}",
+            grade = row.get("grade") if isinstance(row, dict) else None
+            if (not match or not all(isinstance(m, str) and m for m in match)
+                    or (row.get("verdict") not in ("pass", "fail") and (isinstance(grade, bool) or grade not in (0, 1, 2)))):
+                raise ConfigError(f"{where}: expected {{\"match\": text or [texts], \"verdict\": \"pass\" or \"fail\"}} "
+                                  "(or \"grade\": 0, 1 or 2 for a relevance judge)",
                                   fix='e.g. {"match": "14 days", "verdict": "pass", "rationale": "..."}')
-            self.rules.append((tuple(match), row["verdict"], str(row.get("rationale") or "")))
+            self.rules.append((tuple(match), row.get("verdict", grade), str(row.get("rationale") or "")))
         self.file, self.default = options.file, options.default
         self.identity = {"replies_sha256": hashlib.sha256(data).hexdigest(), "default": options.default}
 
@@ -63,7 +67,8 @@ class ReplayProvider:
         for match, verdict, rationale in self.rules:
             if all(m in prompt for m in match):
                 note = f"replayed from {self.file}, not a model" + (f": {rationale}" if rationale else "")
-                return Reply(text=json.dumps({"verdict": verdict, "rationale": note}), usage={})
+                said = {"grade": verdict} if isinstance(verdict, int) else {"verdict": verdict}
+                return Reply(text=json.dumps({**said, "rationale": note}), usage={})
         if self.default is not None:
             note = f"replayed default of {self.file}, not a model: no line matched"
             return Reply(text=json.dumps({"verdict": self.default, "rationale": note}), usage={})
