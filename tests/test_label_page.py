@@ -117,7 +117,9 @@ def test_only_a_post_with_the_token_from_the_page_s_origin_and_host_writes(plann
 
 @pytest.mark.browser
 def test_ten_planned_cases_labelled_in_the_browser_decide_the_rule_at_the_human_level(browser, planned):  # noqa: F811
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     cases = {json.loads(line)["id"]: json.loads(line) for line in (planned / "cases.jsonl").read_text().splitlines()}
     page = LabelPage(planned)
@@ -130,7 +132,10 @@ def test_ten_planned_cases_labelled_in_the_browser_decide_the_rule_at_the_human_
             if i == 0:
                 browser.find_element(By.NAME, "note").send_keys("first one")
             browser.find_element(By.ID, "pass" if _truth(cases[case]) else "fail").click()
-            answered = browser.find_element(By.ID, "answered").text
+            answered = WebDriverWait(browser, 15, ignored_exceptions=(NoSuchElementException,
+                                                                     StaleElementReferenceException)).until(
+                lambda b, case=case: case in b.find_element(By.ID, "answered").text
+                and b.find_element(By.ID, "answered").text)  # the next page, once the browser has loaded it
             assert case in answered and "The judge said" in answered
             assert urlparse(browser.current_url).path == "/label"
         assert browser.find_element(By.ID, "done")
