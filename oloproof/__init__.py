@@ -28,12 +28,13 @@ from oloproof_core.storage.check import check_rows
 from oloproof_core.storage.runs import (
     PAGE, QUARANTINED, RunWriter, checked_case, checked_seal, checksum, damaged_run, key_needed, keyed,
     process_gone, row_checksum, seal_intact, seal_of, seal_verdict, sealed_records, shown_text, store_key, this_process,
-    unsigned, valid_run_id, verdict, write_run,
+    unsigned, valid_run_id, verdict, write_run, listed_runs,
 )
+from oloproof_core.storage.checksums import checked_object
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
 from oloproof_core.engine.providers import (
-    JsonProvider, JudgeOptions, LLMJudge, Reply, judgment_from_reply, open_provider, retry_after, text_of,
+    JsonProvider, JudgeOptions, LLMJudge, Reply, json_objects, judgment_from_reply, open_provider, retry_after, text_of,
 )
 
 __version__ = "0.1.0"
@@ -89,6 +90,8 @@ __all__ = [
     "call_with_recorder",
     "canonical",
     "check_rows",
+    "checked_object",
+    "listed_runs",
     "checksum",
     "code_fingerprint",
     "context_from_prompt",
@@ -100,6 +103,7 @@ __all__ = [
     "hookimpl",
     "import_object",
     "judgment_from_reply",
+    "json_objects",
     "rag_system",
     "latest",
     "observe",

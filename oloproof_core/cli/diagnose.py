@@ -32,13 +32,7 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
     project, run_id, suite = run_suite(run_id, config, store_spec)
     store = project.store
     project.plugins.interventions.get(intervention)  # an unknown name stops the command first
-    options = {k: v for k, v in (("top_k", top_k), ("token_budget", token_budget), ("reranker", reranker))
-               if v is not None}
-    for item in extra:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise OloproofError(f"--option {item!r} is not KEY=VALUE", fix="write --option key=value")
-        options[key] = _option_value(key, value)
+    options = intervention_options(top_k, token_budget, reranker, extra)
     made = build_intervention(project.plugins, intervention, options)
     object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion, options).run(made)
     interventions = project.plugins.interventions
@@ -90,6 +84,20 @@ def build_intervention(plugins, intervention: str, options: dict):
             fix = f"pass {flags.get(key, '--option ' + key + '=VALUE')}" + (
                 " N" if key in ("top_k", "token_budget") else "")
         raise ConfigError(exc.problem, where=flag, fix=fix) from None
+
+
+def intervention_options(top_k: int | None, token_budget: int | None, reranker: str | None,
+                         extra: tuple[str, ...]) -> dict:
+    """The interventions' options from ``--top-k``, ``--token-budget``, ``--reranker`` and each
+    ``--option KEY=VALUE`` (its value read as YAML)."""
+    options = {k: v for k, v in (("top_k", top_k), ("token_budget", token_budget), ("reranker", reranker))
+               if v is not None}
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise OloproofError(f"--option {item!r} is not KEY=VALUE", fix="write --option key=value")
+        options[key] = _option_value(key, value)
+    return options
 
 
 def _option_value(key: str, value: str):

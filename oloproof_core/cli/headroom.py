@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from oloproof_core.cli.common import config_option, echo, format_option, store_option
-from oloproof_core.cli.diagnose import _option_value, build_intervention, run_suite
+from oloproof_core.cli.diagnose import build_intervention, intervention_options, run_suite
 from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.model.errors import OloproofError
 
@@ -49,13 +49,7 @@ def headroom(run_id: str, names: tuple[str, ...], criterion: str, top_k: int | N
     project, run_id, suite = run_suite(run_id, config, store_spec)
     interventions = project.plugins.interventions
     entries = {name: interventions.get(name) for name in dict.fromkeys(names)}  # unknown names stop first
-    given = {k: v for k, v in (("top_k", top_k), ("token_budget", token_budget), ("reranker", reranker))
-             if v is not None}
-    for item in extra:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise OloproofError(f"--option {item!r} is not KEY=VALUE", fix="write --option key=value")
-        given[key] = _option_value(key, value)
+    given = intervention_options(top_k, token_budget, reranker, extra)
     taken = {k for entry in entries.values() for k in options_for(entry, given)}
     unused = sorted(set(given) - taken)
     if unused:

@@ -80,25 +80,31 @@ def provider_code(entry: Any, provider: Any) -> dict:
     return {"distribution": entry.distribution, "version": entry.version, "code": code}
 
 
+def json_objects(text: str, key: str) -> list[dict]:
+    """Every JSON object in a model's reply that has ``key``, in order: standing alone or among
+    other text, a long string broken over lines included."""
+    decoder = json.JSONDecoder(strict=False)  # a model may break a long rationale over lines
+    found: list[dict] = []
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict) and key in value:
+            found.append(value)
+        start = text.find("{", end)
+    return found
+
+
 def parse_verdict(text: str) -> tuple[str, str] | None:
     """``(verdict, rationale)`` from a reply holding one JSON verdict object, else None.
 
     The object may stand alone, sit in a Markdown code fence, or follow other text. Two objects
     with different verdicts make the reply ambiguous (None).
     """
-    stripped = FENCE.sub("", text.strip())
-    decoder = json.JSONDecoder(strict=False)  # a model may break a long rationale over lines
-    found: list[dict] = []
-    start = stripped.find("{")
-    while start != -1:
-        try:
-            value, end = decoder.raw_decode(stripped, start)
-        except ValueError:
-            start = stripped.find("{", start + 1)
-            continue
-        if isinstance(value, dict) and "verdict" in value:
-            found.append(value)
-        start = stripped.find("{", end)
+    found = json_objects(FENCE.sub("", text.strip()), "verdict")
     verdicts = {str(v["verdict"]).strip().casefold() if isinstance(v["verdict"], str) else None for v in found}
     if len(verdicts) != 1 or not verdicts <= set(VERDICTS):
         return None

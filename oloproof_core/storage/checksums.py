@@ -4,11 +4,13 @@ keyed checksums); the store key; what a stored checksum says; and the run ids a 
 from __future__ import annotations
 
 import hashlib
+import json
 import hmac
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from oloproof_core.model.errors import OloproofError
 
@@ -95,3 +97,17 @@ def shown_text(text: object, limit: int = 80) -> str:
         text = text.hex()
     shown = str(text).encode("unicode_escape", "backslashreplace").decode("ascii")
     return shown if len(shown) <= limit else shown[:limit] + "..."
+
+
+def checked_object(object_id: str, kind: str, record: str, stored: str | None, key: bytes | None, where: str,
+                   damaged: Any) -> dict:
+    """A stored object (comparison, diagnosis...) read back: its record, or the error its checksum
+    calls for (``damaged(what)`` makes the store's own damage error)."""
+    found = verdict(stored, (object_id, kind, record), key)
+    if found == "unverified" and stored is not None:
+        raise key_needed(f"{kind} {object_id}", where)
+    if found == "unsigned":
+        raise unsigned(f"{kind} {object_id}", where)
+    if found == "damaged":
+        raise damaged(f"{kind} {object_id}")
+    return json.loads(record)

@@ -279,6 +279,24 @@ def sealed_records(page: Callable[[int, int], list], seal: dict | None, damaged:
         yield json.loads(record)
 
 
+def listed_runs(store: Any, rows: list) -> list[dict]:
+    """``list_runs`` from the rows ``(id, header, summary, seal)``: the intact ones' headers; the
+    ids of the others (an unsigned or key-less run included) in ``store.damaged_runs``: one damaged
+    run never hides the others. ``store._seal(run_id, header, summary, seal)`` raises on a bad seal."""
+    headers, store.damaged_runs = [], []
+    for run_id, header, summary, seal in rows:
+        if not valid_run_id(run_id):
+            if not str(run_id).startswith(QUARANTINED):
+                store.damaged_runs.append(run_id)
+            continue
+        try:
+            store._seal(run_id, header, summary, seal)
+            headers.append(json.loads(header))
+        except (OloproofError, ValueError):
+            store.damaged_runs.append(run_id)
+    return headers
+
+
 def damaged_run(run_id: str, problem: str, where: str) -> OloproofError:
     """The error of a run whose case rows do not match its seal (``problem`` says which rows)."""
     return OloproofError(f"run {run_id} is damaged: {problem} do not match what was stored", where=where,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from oloproof import ConfigError, checksum, key_needed, unsigned, verdict
+from oloproof import ConfigError, checked_object, checksum
 
 
 class Objects:
@@ -19,14 +19,7 @@ class Objects:
             "ON CONFLICT (id) DO NOTHING", (object_id, kind, time.time(), text, checksum(object_id, kind, text, key=self.key))))
 
     def _object(self, object_id: str, kind: str, record: str, stored: str) -> dict:
-        found = verdict(stored, (object_id, kind, record), self.key)
-        if found == "unverified" and stored is not None:
-            raise key_needed(f"{kind} {object_id}", self.shown)
-        if found == "unsigned":
-            raise unsigned(f"{kind} {object_id}", self.shown)
-        if found == "damaged":
-            raise self._damaged(f"{kind} {object_id}")
-        return json.loads(record)
+        return checked_object(object_id, kind, record, stored, self.key, self.shown, self._damaged)
 
     def get_object(self, prefix: str) -> tuple[str, str, dict]:
         with self._conn() as conn, self._guard():

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from oloproof import (
-    QUARANTINED,
+    listed_runs,
     ConfigError,
     OloproofError,
     RunWriter,
@@ -150,24 +150,6 @@ class Runs:
         with self._conn() as conn, self._guard():
             rows = conn.execute(f"SELECT id, header, summary, seal FROM {self.schema}.runs ORDER BY id").fetchall()
         return listed_runs(self, rows)
-
-
-def listed_runs(store: Any, rows: list) -> list[dict]:
-    """``list_runs`` from the rows ``(id, header, summary, seal)``: the intact ones' headers; the
-    ids of the others (an unsigned or key-less run included) in ``store.damaged_runs``: one
-    damaged run never hides the others."""
-    headers, store.damaged_runs = [], []
-    for run_id, header, summary, seal in rows:
-        if not valid_run_id(run_id):
-            if not str(run_id).startswith(QUARANTINED):
-                store.damaged_runs.append(run_id)
-            continue
-        try:
-            store._seal(run_id, header, summary, seal)
-            headers.append(json.loads(header))
-        except (OloproofError, ValueError):
-            store.damaged_runs.append(run_id)
-    return headers
 
 
 class PostgresWriter(RunWriter):

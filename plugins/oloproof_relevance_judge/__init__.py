@@ -14,12 +14,11 @@ every such number is marked ``judged``. docs/retrieval-metrics.md, docs/judges.m
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from attrs import field, frozen
 
-from oloproof import ConfigError, JudgeOptions, Judgment, LLMJudge, digest, hookimpl, latest
+from oloproof import ConfigError, JudgeOptions, Judgment, LLMJudge, digest, hookimpl, json_objects, latest
 
 GRADES = (0, 1, 2)
 RATIONALE_CHARS = 300
@@ -40,18 +39,7 @@ class Options(JudgeOptions):
 
 def parse_grade(text: str) -> tuple[int, str] | None:
     """``(grade, rationale)`` from a reply holding one JSON object with a grade 0, 1 or 2, else None."""
-    decoder = json.JSONDecoder(strict=False)
-    found = []
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except ValueError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict) and "grade" in value:
-            found.append(value)
-        start = text.find("{", end)
+    found = json_objects(text, "grade")
     grades = {v["grade"] for v in found if not isinstance(v["grade"], bool) and v["grade"] in GRADES}
     if len(grades) != 1 or len(found) != len([v for v in found if v["grade"] in grades]):
         return None
