@@ -141,31 +141,12 @@ def make_label_app(session: LabelSession, allowed_hosts: list[str]) -> Any:
 
 def serve_labels(session: LabelSession, port: int, announce: Any, open_browser: bool) -> None:
     """Serve the labelling page on 127.0.0.1 until Ctrl-C."""
-    import asyncio
-
-    from aiohttp import web
+    from oloproof_core.viewer.server import serve_app
 
     allowed: list[str] = []
 
-    async def main() -> None:
-        runner = web.AppRunner(make_label_app(session, allowed), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", port)
-        await site.start()
-        bound = site._server.sockets[0].getsockname()[1]
+    def bound_to(bound: int) -> str:
         allowed.extend([f"127.0.0.1:{bound}", f"localhost:{bound}"])
-        url = f"http://127.0.0.1:{bound}/label"
-        announce(url)
-        if open_browser:
-            import webbrowser
+        return f"http://127.0.0.1:{bound}/label"
 
-            webbrowser.open(url)
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await runner.cleanup()
-
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
+    serve_app(make_label_app(session, allowed), "127.0.0.1", port, bound_to, announce, open_browser)

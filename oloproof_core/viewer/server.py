@@ -302,24 +302,32 @@ def serve(store: Any, plugins: Any, host: str, port: int, announce: Any, open_br
           allowed: tuple[str, ...] = ()) -> None:
     """Serve until Ctrl-C; ``announce(url)`` is called once the socket listens. ``allowed``: more
     Host names answered (``--allow-host``)."""
+    from oloproof_core.viewer.guard import Names
+
+    _one_line_logs()
+    holder: dict = {}
+
+    def bound_to(bound: int) -> str:
+        holder["names"] = Names(host, bound, allowed)
+        return f"http://{host if ':' not in host else f'[{host}]'}:{bound}/"
+
+    serve_app(make_app(store, plugins, _LateNames(holder)), host, port, bound_to, announce, open_browser)
+
+
+def serve_app(app: Any, host: str, port: int, bound_to: Any, announce: Any, open_browser: bool) -> None:
+    """Serve ``app`` until Ctrl-C. Once the socket listens, ``bound_to(port)`` (the port bound, the
+    free one for 0) returns the URL that ``announce(url)`` prints and ``open_browser`` opens."""
     import asyncio
 
     from aiohttp import web
 
-    from oloproof_core.viewer.guard import Names
-
-    _one_line_logs()
-
     async def main() -> None:
-        holder: dict = {}
-        runner = web.AppRunner(make_app(store, plugins, _LateNames(holder)), access_log=None)
+        runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         try:
             await site.start()
-            bound = site._server.sockets[0].getsockname()[1] if port == 0 else port
-            holder["names"] = Names(host, bound, allowed)
-            url = f"http://{host if ':' not in host else f'[{host}]'}:{bound}/"
+            url = bound_to(site._server.sockets[0].getsockname()[1] if port == 0 else port)
             announce(url)
             if open_browser:
                 import webbrowser
