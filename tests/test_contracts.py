@@ -102,7 +102,8 @@ def test_nothing_heavy_happens_at_import_time():
 
 
 def test_every_builtin_command_is_a_plugin_of_the_command_hook():
-    """The command line calls a builtin command module's hook itself; registered in a plugin
+    """The command line calls a builtin command module's hook itself, so the module carries no
+    marker (and ``oloproof --help`` does not import pluggy); marked and registered in a plugin
     manager like a third party's, each passes pluggy's checks and adds the command it is named for."""
     import importlib
 
@@ -115,11 +116,28 @@ def test_every_builtin_command_is_a_plugin_of_the_command_hook():
     pm = pluggy.PluginManager("oloproof")
     pm.add_hookspecs(specs)
     for module in BUILTIN_COMMANDS.values():
-        pm.register(importlib.import_module(module), name=module)
+        plugin = importlib.import_module(module)
+        specs.hookimpl(plugin.oloproof_register_commands)
+        pm.register(plugin, name=module)
     pm.check_pending()
     group = click.Group()
     pm.hook.oloproof_register_commands(cli=group)
     assert sorted(group.commands) == sorted(BUILTIN_COMMANDS)
+
+
+def test_listing_the_commands_imports_only_the_command_modules():
+    """``oloproof --help`` defines every command and reads nothing else: neither pluggy nor the
+    storage layer (whose imports cost more than the rest of the listing; benchmarks/startup_vs.py)."""
+    code = ("import sys; sys.argv = ['oloproof', '--help']\n"
+            "from oloproof_core.hooks.discovery import others_may_exist\n"
+            "from oloproof_core.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = ['pluggy', 'shutil', 'json', 'hashlib', 'oloproof_core.storage']\n"
+            "if others_may_exist():\n    heavy = heavy[1:]\n"  # another distribution's commands come through pluggy
+            "print(*[name for name in heavy if name in sys.modules], file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Commands:" in proc.stdout and "run " in proc.stdout
+    assert proc.stderr.strip() == ""
 
 
 def test_a_plugin_command_named_like_a_builtin_leaves_the_builtin(monkeypatch):

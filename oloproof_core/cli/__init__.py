@@ -114,7 +114,7 @@ def _dispatch(debug: bool) -> int:
                   "(a file, a pipe, /dev/null)")
         return ExitCode.USAGE
     try:
-        cli.main(standalone_mode=False)
+        cli.main(standalone_mode=False, terminal_width=help_width())
     except SystemExit as exc:
         if isinstance(exc.__context__, BrokenPipeError):  # click's own answer to EPIPE: exit 1, the FAIL code
             return output_lost(exc.__context__)
@@ -141,6 +141,24 @@ def _dispatch(debug: bool) -> int:
         say_error(f"error: {line}")
         return code
     return ExitCode.OK
+
+
+def help_width() -> int:
+    """The width click gives help text (``shutil.get_terminal_size``: $COLUMNS, else the terminal,
+    else 80; at most the group's 100 columns), found without importing ``shutil``, which brings
+    ``bz2`` and ``lzma`` with it: a few milliseconds of every ``--help`` (benchmarks/startup_vs.py)."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return max(min(columns or 80, cli.context_settings["max_content_width"]) - 2, 50)
 
 
 def usage_line(exc: click.ClickException) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from oloproof_core.cli.common import config_option, echo, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.model.errors import OloproofError
 from oloproof_core.workflows.project import Project
 
@@ -71,6 +70,5 @@ def cache_clear(ctx: click.Context, namespaces: tuple[str, ...], everything: boo
         click.echo(f"Cleared {ns}: {store.cache_clear(ns):,} entries")
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(cache)

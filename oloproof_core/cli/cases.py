@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from oloproof_core.cli.common import config_option, echo
-from oloproof_core.hooks.specs import hookimpl
 
 
 @click.group()
@@ -36,6 +34,7 @@ def from_traces(file: str, output: str, receiver: str, mappings: tuple[str, ...]
                 redact: tuple[str, ...], sample: int | None, seed: int, config: str | None) -> None:
     """Write a cases file from exported traces (OTLP/JSON): each trace's question as the input, its
     answer as metadata.production_answer, its retrieval as metadata.recorded_retrieval."""
+    import json
     from oloproof_core.model.errors import ConfigError
     from oloproof_core.workflows.project import Project
     from oloproof_core.workflows.traces import cases_from_spans
@@ -59,6 +58,5 @@ def from_traces(file: str, output: str, receiver: str, mappings: tuple[str, ...]
           f"({figures['matched']} matched --where, {figures['no_question']} without a question)"])
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(cases)

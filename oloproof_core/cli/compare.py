@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from oloproof_core.cli.common import config_option, echo, format_option, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.outputs.options import output_options, wanted_reports
 from oloproof_core.workflows.project import Project
 
@@ -63,6 +62,5 @@ def compare(candidate: str, baseline: str, policy_file: str, show_slices: bool, 
     sys.exit(view["exit_code"])
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(compare)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from oloproof_core.cli.common import config_option, echo, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.model.errors import ConfigError, OloproofError
 from oloproof_core.workflows.project import Project
 
@@ -119,6 +118,5 @@ def _option_value(key: str, value: str):
                           fix="quote the value, or write it as YAML (3, true, [a, b])") from None
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(diagnose)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from oloproof_core.cli.common import config_option, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.workflows.project import Project
 
@@ -23,6 +20,7 @@ HTML_CASES = 10_000  # the largest run `export --html` writes (every case's page
 @store_option
 def export(run_id: str, html_file: str | None, config: str | None, store_spec: str | None) -> None:
     """Write a run's bundle: .oloproof/bundles/RUN_ID/cases.jsonl and run.json (or --html FILE)."""
+    import json
     from oloproof_core.config.files import bundle_folder, write_file
 
     if html_file is not None:
@@ -74,6 +72,5 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
     click.echo(f"Exported {count} cases of {run_id} to {folder.relative_to(project.dir)}/cases.jsonl")
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(export)

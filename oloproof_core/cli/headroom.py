@@ -7,7 +7,6 @@ import click
 
 from oloproof_core.cli.common import config_option, echo, format_option, store_option
 from oloproof_core.cli.diagnose import build_intervention, intervention_options, run_suite
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.model.errors import OloproofError
 
 
@@ -70,6 +69,5 @@ def headroom(run_id: str, names: tuple[str, ...], criterion: str, top_k: int | N
         echo(summary_lines(object_id, record))
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(headroom)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.model.errors import OloproofError
 
 
@@ -46,6 +45,5 @@ def init(example: str | None, template: str | None, directory: str) -> None:
     click.echo(f"Created {directory} from the {example} example. Next: cd {directory} && oloproof run")
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(init)

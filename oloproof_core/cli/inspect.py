@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from oloproof_core.cli.common import config_option, echo, echo_stream, find_case, format_option, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.model.errors import OloproofError
 from oloproof_core.workflows.project import Project
 
@@ -26,6 +23,7 @@ from oloproof_core.workflows.project import Project
 def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str, config: str | None,
             store_spec: str | None) -> None:
     """Show a run (its failures, or one case), or a stored comparison or diagnosis (sha256:...)."""
+    import json
     from oloproof_core.outputs.report import is_failure, render_failures, subset_line
 
     store = Project(config, store_spec, existing=True).reader()
@@ -87,6 +85,5 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
               + [f"{name}: {m['cells'][0]} {m['cells'][1]} · {m['cells'][2]}" for name, m in summary["metrics"].items()])
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(inspect)

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from oloproof_core.cli.common import config_option, echo, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.workflows.project import Project
 
 
@@ -38,6 +37,5 @@ def validate(labels_file: str, criterion: str, run_id: str | None, config: str |
     sys.exit(int(code))
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(judge)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from oloproof_core.cli.common import config_option, echo
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.workflows.project import Project
 
 
@@ -22,6 +21,5 @@ def plugins(config: str | None) -> None:
                   f"{r['distribution']} {r['version']}".strip()] for r in rows]))
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(plugins)

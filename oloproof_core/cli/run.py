@@ -7,7 +7,6 @@ import sys
 import click
 
 from oloproof_core.cli.common import config_option, echo, store_option, warn_damaged
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.outputs.options import output_options, wanted_reports
 from oloproof_core.workflows.project import Project
 
@@ -86,6 +85,5 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     sys.exit(int(outcome.exit_code))
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(run)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from oloproof_core.cli.common import config_option, echo, format_option, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.workflows.project import Project
 
 
@@ -21,6 +18,8 @@ def runs(fmt: str, config: str | None, store_spec: str | None) -> None:
     The config column is a short hash of the system's identity (its settings and code), so two
     runs of the same code under different settings can be told apart.
     """
+    import json
+
     from oloproof_core.statistics.display import table
 
     store = Project(config, store_spec, existing=True).reader()
@@ -53,6 +52,5 @@ def runs(fmt: str, config: str | None, store_spec: str | None) -> None:
                   digest(h["system"].get("identity"))[:8], cases(h), origin(h)] for h in headers]))
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(runs)

@@ -7,9 +7,7 @@ import sys
 import click
 
 from oloproof_core.cli.common import config_option, echo, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.model.errors import ExitCode, OloproofError
-from oloproof_core.storage.runs import shown_text
 from oloproof_core.workflows.project import Project
 
 
@@ -117,6 +115,8 @@ def repair(config: str | None, store_spec: str | None) -> None:
     lines = [f"Store {done['store']}: removed {done['cache']} damaged cached value" + ("" if done["cache"] == 1 else "s")
              + f", quarantined {len(done['runs'])} damaged run" + ("" if len(done["runs"]) == 1 else "s")
              + (f", removed the case records of {done['orphans']} runs without their run" if done["orphans"] else "")]
+    from oloproof_core.storage.runs import shown_text
+
     lines += [f"Quarantined: {shown_text(run_id)}" for run_id in done["runs"]]
     lines += [f"Still damaged: {problem}" for problem in left]
     lines.append(f"{len(left)} damaged" if left else "No damage left")
@@ -124,6 +124,5 @@ def repair(config: str | None, store_spec: str | None) -> None:
     sys.exit(int(ExitCode.USAGE if left else ExitCode.OK))
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(store)

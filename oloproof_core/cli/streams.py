@@ -79,14 +79,14 @@ def output_lost(exc: BaseException) -> int:
 
 # C0 but tab and line feed, DEL and C1, and the bidirectional controls that reorder what a
 # terminal shows (U+202A-U+202E, U+2066-U+2069)
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
 def escape_controls(text: str) -> str:
     """``text`` with every control character but tab and line feed shown as an escape: C0 and
     DEL as ``\\x1b``, C1 and the bidirectional controls as ``\\u009b``, ``\\u202e`` (an escape
     JSON reads back as the same character, so a JSON document printed stays valid)."""
-    return _CONTROLS.sub(_escape, text)
+    return re.sub(_CONTROLS, _escape, text)  # compiled on first use (re's cache), not at import
 
 
 def _escape(match: re.Match) -> str:

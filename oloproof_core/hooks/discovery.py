@@ -17,7 +17,7 @@ _SECTION = re.compile(r"^\[\s*oloproof\s*\]", re.MULTILINE)
 
 
 def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return name.lower().replace("_", "-").replace(".", "-")
 
 
 def others_may_exist(own: str = "oloproof") -> bool:
@@ -39,11 +39,16 @@ def others_may_exist(own: str = "oloproof") -> bool:
                 continue
             path = os.path.join(folder, name, "entry_points.txt")
             try:
-                with open(path, encoding="utf-8") as handle:
-                    if _SECTION.search(handle.read()):
-                        return True
+                with open(path, "rb") as handle:
+                    data = handle.read()
             except (FileNotFoundError, NotADirectoryError):
                 continue  # no entry points, or a single-file PKG-INFO egg-info
-            except (OSError, UnicodeDecodeError):
+            except OSError:
                 return True
+            if b"oloproof" in data:  # the section's name, or only a mention: read it properly
+                try:
+                    if _SECTION.search(data.decode("utf-8")):
+                        return True
+                except UnicodeDecodeError:
+                    return True
     return False

@@ -7,7 +7,6 @@ this module). See docs/gates-in-ci.md.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,18 +16,23 @@ SCHEMA_FILE = "results-v1.schema.json"
 
 def schema() -> dict:
     """The JSON Schema of the ``--json`` documents (a run and a comparison)."""
-    from importlib.resources import files  # only here: every command imports this package
+    import json
+    from importlib.resources import files  # here, as json in each function: every command imports this package
 
     return json.loads(files(__name__).joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
 def to_json(view: Mapping[str, Any]) -> str:
+    import json
+
     return json.dumps(view, indent=2, ensure_ascii=False) + "\n"
 
 
 def to_json_chunks(view: Mapping[str, Any], key: str, items: Iterable[Any]) -> Iterator[str]:
     """``to_json({**view, key: list(items)})`` in pieces, ``items`` read one at a time: a list as
     long as a run is never held (``key`` is the document's last key)."""
+    import json
+
     tail = f"  {json.dumps(key, ensure_ascii=False)}: []\n}}\n"
     yield to_json({**view, key: []}).removesuffix(tail) + tail[:-4]
     first = True

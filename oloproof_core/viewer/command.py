@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from oloproof_core.cli.common import config_option, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.workflows.project import Project
 
 
@@ -50,6 +49,5 @@ def view(host: str, port: str, allowed: tuple[str, ...], open_browser: bool, con
     serve(store, project.plugins, host, number, announce, open_browser, allowed)
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(view)

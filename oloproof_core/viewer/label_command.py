@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from oloproof_core.cli.common import config_option, echo, store_option
-from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.workflows.project import Project
 
 
@@ -117,6 +116,5 @@ def import_(path: str, store_spec: str | None) -> None:
     echo([f"Imported {count} new labels from {path}"])
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(label)
