@@ -206,9 +206,16 @@ def main() -> None:
             except (OSError, ValueError):
                 pass
         os._exit(code)
-    # The command is done: what is garbage now is collected once (a store's connection, closed
-    # and checkpointed), and what is left is frozen, so the interpreter's exit frees it without
-    # traversing it all again (a tenth of the CPU of a 1,000-case run; docs/http.md)
-    gc.collect()
+    # The command is done: the stores it opened are closed (a SQLite store checkpointed), and
+    # every object left is frozen, so neither a collection now nor the interpreter's exit traverses
+    # it all (a full collection is about a tenth of the CPU of a 1-case run: benchmarks/startup_vs.py,
+    # and of a 1,000-case run: docs/http.md)
+    if "oloproof_core.storage.stores" in sys.modules:
+        try:
+            sys.modules["oloproof_core.storage.stores"].close_opened()
+        except Exception as exc:  # noqa: BLE001 - the command's result stands; closing is said in one line
+            from oloproof_core.cli.streams import say_error
+
+            say_error(f"warning: a store could not be closed: {type(exc).__name__}: {exc}")
     gc.freeze()
     sys.exit(code)

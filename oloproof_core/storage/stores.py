@@ -9,6 +9,7 @@ dsn: "${OLOPROOF_DSN}", schema: team}``).
 from __future__ import annotations
 
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,10 @@ from oloproof_core.model.errors import ConfigError, OloproofError
 from oloproof_core.storage.runs import store_spec, write_run
 
 ENV = "OLOPROOF_STORE"
+
+# Every store this process opened and still holds, for close_opened (weakly: a store nobody
+# holds is the garbage collector's, as before)
+_OPENED: weakref.WeakSet = weakref.WeakSet()
 
 
 def open_store(entry: Any, options: Any, project_dir: Path) -> Any:
@@ -29,7 +34,23 @@ def open_store(entry: Any, options: Any, project_dir: Path) -> Any:
         store.reopen = partial(entry.factory, options, project_dir)
     except AttributeError:  # a store that takes no new attributes is simply not reopened
         pass
+    try:
+        _OPENED.add(store)
+    except TypeError:  # a store that cannot be referred to weakly is left to the interpreter's exit
+        pass
     return store
+
+
+def close_opened() -> None:
+    """Call ``close()`` on every store this process opened and still holds (those that have one).
+
+    The command line calls it when a command ends, so a store's connections are closed (SQLite's
+    write-ahead log checkpointed and removed) without a full garbage collection at exit, about a
+    tenth of a short command's CPU (benchmarks/startup_vs.py)."""
+    for store in list(_OPENED):
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
 
 
 def open_spec(plugins: Any, project_dir: Path, text: str, where: str) -> Any:

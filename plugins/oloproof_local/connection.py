@@ -32,6 +32,15 @@ class Connections:
             self._db.close()
             self._db = None
 
+    def __del__(self) -> None:
+        # A sqlite3 connection is in a reference cycle of its own (its statement cache), so only a
+        # garbage collection would close it after the store is gone: closed here, with the store,
+        # SQLite checkpoints and removes its write-ahead log when a command ends (docs/stores.md).
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never from a finalizer; the next opening recovers the log
+            pass
+
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         """The connection a cache read uses. A thread with no write transaction of its own reads
