@@ -155,6 +155,19 @@ def test_procpool_prints_and_records_what_the_local_executor_does(venv: Venv, tm
     assert "Stages: retrieve 13 hit/0 miss; generate 13 hit/0 miss" in again.stdout
 
 
+def test_procpool_stage_counts_survive_the_looks_of_until_decided(venv: Venv, tmp_path: Path) -> None:
+    """Batch by batch (--until-decided), the stage hits and misses counted in the workers are added
+    up over the looks, as the local executor counts them in its own process."""
+    lines = {}
+    for executor in ("local", "procpool"):
+        project = example("support_rag", tmp_path / executor, tmp_path / f"{executor}-marks")
+        proc = venv.oloproof("run", "--executor", executor, "--until-decided", "--batch", "5", cwd=project)
+        assert proc.returncode in (0, 1, 3), proc.stdout + proc.stderr
+        lines[executor] = [line for line in proc.stdout.splitlines() if line.startswith("Stages:")]
+    assert lines["procpool"] == lines["local"] != [], lines
+    assert " 0 hit/0 miss" not in lines["procpool"][0]
+
+
 def test_procpool_workers_read_the_jsonfolder_store(venv: Venv, tmp_path: Path) -> None:
     """The two packages together: the workers reopen the third-party store (``work.store_opener``)
     read-only for the stage caches, and the run's process alone writes it."""

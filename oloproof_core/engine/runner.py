@@ -136,6 +136,10 @@ def merge_figures(caches: dict, figures: dict) -> None:
             hits, misses = figures[key]
             total = caches.setdefault(key, [0, 0])
             caches[key] = [total[0] + hits, total[1] + misses]
+    for stage, (hits, misses) in figures.get("remote_stages", {}).items():  # counted on an executor's replicas
+        total = caches.setdefault("remote_stages", {}).setdefault(stage, [0, 0])
+        total[0] += hits
+        total[1] += misses
     for origin, n in figures.get("reused", {}).items():  # an opaque system's executions from the cache
         caches.setdefault("reused", {})[origin] = caches.get("reused", {}).get(origin, 0) + n
     for criterion, spent in figures.get("usage", {}).items():
