@@ -48,7 +48,7 @@ def checked_schema(schema: Any, key: str) -> Any:
     try:
         cls.check_schema(schema)
     except SchemaError as exc:
-        raise ConfigError(f"invalid JSON Schema at {exc.json_path}: {exc.message}", key=key,
+        raise ConfigError(f"invalid JSON Schema ({exc.json_path} of the schema): {exc.message}", key=key,
                           fix="correct the schema against its draft (json-schema.org)") from None
     return cls
 

@@ -2,9 +2,11 @@
 
 The number is the field's value when it is a number, else the first number written in its text
 (``last: true``: the last; ``"about 1,234.5 km"`` reads 1234.5). It passes when
-``|got - expected| <= max(abs_tol, rel_tol * |expected|)``, as ``math.isclose`` decides; with
-neither tolerance, only an equal number passes. The expected value is the case's
-``expected.<expected_field>``, a number; anything else is a configuration error naming the case's line.
+``|got - expected| <= max(abs_tol, rel_tol * |expected|)``, as ``pytest.approx(expected,
+rel=..., abs=...)`` decides: the tolerance is relative to the expected value, not to the larger of
+the two as in ``math.isclose``. With neither tolerance, only an equal number passes. The expected
+value is the case's ``expected.<expected_field>``, a number; anything else is a configuration
+error naming the case's line.
 """
 
 from __future__ import annotations
@@ -89,7 +91,8 @@ class Numeric:
         got = number_in(value, self.options.last)
         if got is None or not math.isfinite(got):
             return Judgment.failed("no_number", field=self.options.field, expected=want)
-        ok = math.isclose(got, want, rel_tol=self.options.rel_tol or 0.0, abs_tol=self.options.abs_tol or 0.0)
+        tolerance = max(self.options.abs_tol or 0.0, (self.options.rel_tol or 0.0) * abs(want))
+        ok = abs(got - want) <= tolerance
         return Judgment.of(ok, None if ok else "out_of_tolerance", got=got, expected=want, error=abs(got - want))
 
 
