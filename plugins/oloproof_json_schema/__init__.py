@@ -12,7 +12,6 @@ drafts leave as an annotation. ``$ref`` resolves within the schema only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +109,8 @@ class JsonSchema:
     def identity(self) -> dict:
         # the schema's content, so editing the schema file misses the judgment cache; and the
         # library's version, whose reading of a draft is what decides a case
+        from importlib.metadata import version  # not at import: every command loads this plugin
+
         return {"schema": digest(self.schema), "jsonschema": version("jsonschema")}
 
     def evaluate(self, case: Any, execution: Any) -> Judgment:
