@@ -6,7 +6,8 @@ schema that is not valid against its draft's metaschema is a configuration error
 loads. A string field is parsed as JSON first (``parse: false`` validates the string itself). A
 failing case's reason is the first error, in document order of the output: ``$.items[0].price:
 'abc' is not of type 'number'``. ``formats: true`` asserts ``format`` (email, date...), which the
-drafts leave as an annotation. ``$ref`` resolves within the schema only.
+drafts leave as an annotation. ``$ref`` resolves within the schema only: any other is missing
+(``unresolvable_ref``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from oloproof import ConfigError, Judgment, digest, hookimpl, select, strict_json
+from oloproof import ConfigError, EvaluationError, Judgment, digest, hookimpl, select, strict_json
 
 
 @frozen(kw_only=True)
@@ -122,7 +123,12 @@ class JsonSchema:
                 got = strict_json(got)
             except ValueError as exc:
                 return Judgment.failed("invalid_json", field=self.options.field, error=str(exc)[:200])
-        errors = sorted(self.validator.iter_errors(got), key=order(got))
+        from referencing.exceptions import Unresolvable  # jsonschema's own dependency
+
+        try:
+            errors = sorted(self.validator.iter_errors(got), key=order(got))
+        except Unresolvable as exc:  # a $ref to another document, or to nowhere in this one
+            raise EvaluationError(f"unresolvable_ref: {exc}") from exc
         if not errors:
             return Judgment.passed()
         first = errors[0]

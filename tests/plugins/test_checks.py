@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import Project, Served
-from oloproof import Case, ConfigError, Execution
+from oloproof import Case, ConfigError, EvaluationError, Execution
 from oloproof_cost import Cost
 from oloproof_cost import Options as CostOptions
 from oloproof_json_schema import Options as SchemaOptions
@@ -161,6 +161,15 @@ def test_json_schema_from_a_file_beside_the_suite_and_its_content_in_the_identit
     second, judged = schema_check({"total": 1, "items": []}, tmp_path, schema_file="schemas/answer.json")
     assert judged.reason == "$: 'email' is a required property"
     assert first.identity["schema"] != second.identity["schema"] and "jsonschema" in first.identity
+
+
+def test_json_schema_refs_resolve_within_the_schema_only():
+    local = {"$defs": {"n": {"type": "number"}}, "type": "object", "properties": {"total": {"$ref": "#/$defs/n"}}}
+    assert schema_check({"total": "x"}, schema=local)[1].reason == "$.total: 'x' is not of type 'number'"
+    elsewhere = make_schema(SchemaOptions(criterion="s", schema={"$ref": "https://example.org/order.json"}),
+                            suite_dir=Path("."))
+    with pytest.raises(EvaluationError, match="^unresolvable_ref: "):
+        elsewhere.evaluate(CASE, out({"total": 1}))
 
 
 @pytest.mark.parametrize(("options", "key", "problem"), [
