@@ -327,7 +327,7 @@ evaluators:
   - {{type: json_valid, criterion: json_valid, field: json}}
   - {{type: json_schema, criterion: json_shape, field: json, schema_file: schemas/order.json}}
   - {{type: numeric, criterion: total_right, field: answer, rel_tol: 0.01}}
-  - {{type: latency, criterion: fast, max_seconds: 0.25, stage: llm}}
+  - {{type: latency, criterion: fast, max_seconds: 0.3, stage: llm}}
   - {{type: cost, criterion: cheap, max_tokens: 400}}
 """
 
@@ -339,7 +339,7 @@ ROWS = [  # the verdicts each case should get, in the order of the suite's crite
      {"answer": 42}, ["pass", "pass", "pass", "pass", "pass", "pass"]),
     ({"q": "sum my much longer order please", "answer": "Total: 50", "json": '{"total": "50", "lines": ["a"]}',
       "sleep": 0.0}, {"answer": 42}, ["pass", "pass", "fail", "fail", "pass", "fail"]),
-    ({"q": "sum it", "answer": "I cannot say", "json": '{"total": 1,}', "sleep": 0.4},
+    ({"q": "sum it", "answer": "I cannot say", "json": '{"total": 1,}', "sleep": 0.5},
      {"answer": 3}, ["fail", "fail", "fail", "fail", "fail", "pass"]),
 ]
 CRITERIA = ["cites_total", "json_valid", "json_shape", "total_right", "fast", "cheap"]
