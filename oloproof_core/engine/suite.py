@@ -121,7 +121,12 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         if "relevance_unit" not in data and _takes_unit(entry.options):
             data["relevance_unit"] = unit  # the suite's one unit, for every evaluator that counts units
         options = _options(doc, entry, data, path, f"evaluator {name!r} from {entry.distribution}")
-        evaluator = entry.factory(options)
+        try:  # a factory that reads a file beside the suite (a JSON Schema) takes `suite_dir`
+            evaluator = entry.factory(options, **({"suite_dir": project_dir} if _accepts(entry.factory, "suite_dir") else {}))
+        except ConfigError as exc:
+            if exc.where is not None:
+                raise
+            raise ConfigError(exc.problem, where=doc.where(path + ((exc.key,) if exc.key else ())), fix=exc.fix) from None
         criterion = evaluator.criterion
         for artifact in getattr(evaluator, "reads", ()):
             if artifact not in system.records:
