@@ -122,7 +122,9 @@ def _retrieval(view: Mapping[str, Any], width: int) -> list[str]:
     about = [f"query {_json(retrieval.get('query'))}" if retrieval.get("query") is not None else None,
              f"depth {retrieval['depth']}" if retrieval.get("depth") is not None else None,
              f"{len(view['candidates'])} candidates",
-             f"relevant at relevance_unit {unit}" if view["labels"] else "no relevance labels"]
+             (f"relevant at relevance_unit {unit}" + (f" as judged by {view['judged_by']} (an LLM judge)"
+                                                       if view.get("judged_by") else ""))
+             if view["labels"] else "no relevance labels"]
     head = _text("Retrieval: " + ", ".join(a for a in about if a), "", width)
     if not view["candidates"]:
         return head
