@@ -162,6 +162,14 @@ def _judgments(view: Mapping[str, Any], width: int) -> list[str]:
         for key, value in detail.items():
             if key == "usage" or value is None:
                 continue
+            if key == "claims" and isinstance(value, list) and all(isinstance(c, Mapping) for c in value):
+                out.append(INDENT * 2 + "claims:")
+                for c in value:  # a claim-level judge: each claim's verdict and the passage behind it
+                    where = f" by {c['passage']}" if c.get("passage") else ""
+                    out += _text(f"{c.get('verdict')}{where}: {c.get('claim')}", INDENT * 3, width, first="- ")
+                    if c.get("rationale"):
+                        out += _text(str(c["rationale"]), INDENT * 4, width)
+                continue
             label = "raw reply" if key == "raw" else key
             out += _field(label, value, INDENT * 2, width)
     return out
