@@ -162,3 +162,52 @@ def test_a_bad_threshold_is_refused_with_its_place(tmp_path):
     assert result.code == 2, result
     assert "threshold must be a number above 0 and at most 1, got 1.5" in result.err + result.out
     assert "oloproof.yaml:" in result.err + result.out
+
+
+# -- against the local OpenAI/Anthropic-compatible stand-in -------------------------------------
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_the_claim_judges_ask_a_provider_once_to_split_and_once_a_claim(wire, monkeypatch):
+    from provider_standin import StandIn, verdict
+
+    from oloproof import Case, Execution
+    from oloproof_claims_judge import ClaimsJudge, Options
+    from oloproof_context_recall_judge import ContextRecallJudge, Options as RecallOptions
+
+    monkeypatch.setenv("OLO_JUDGE_KEY", "sk-standin-claims")
+    case = Case(id="c1", input={"question": "How long do refunds take?"}, expected={"answer": "14 days, by card"})
+    items = [{"doc_id": "kb-1", "chunk_id": "2", "position": 1, "text": "Refunds for annual plans take 14 days."}]
+    done = Execution(output={"answer": "Refunds take 14 days. They are free."},
+                     artifacts={"context/v1": ({"items": items, "dropped": [], "token_budget": None,
+                                                "source": "retrieval"},)})
+    with StandIn(key="sk-standin-claims") as standin:
+        standin.rules += [
+            ("Split the answer into its claims", json.dumps({"claims": ["Refunds take 14 days.", "Refunds are free."]})),
+            ("Split the reference answer", json.dumps({"claims": ["Refunds take 14 days.", "Refunds go to the card."]})),
+            ("Claim:\nRefunds take 14 days.", json.dumps({"verdict": "pass", "passage": "kb-1#2", "rationale": "kb-1"})),
+            ("Claim of the reference answer:\nRefunds take 14 days.", json.dumps({"verdict": "pass", "passage": "kb-1#2"})),
+            ("Refunds are free.", verdict("fail", "no passage says so")),
+            ("Refunds go to the card.", verdict("fail", "no passage says so"))]
+        url = standin.openai_url if wire == "openai" else standin.anthropic_url
+        common = {"provider": wire, "model": "judge-1",
+                  "provider_options": {"base_url": url, "api_key_env": "OLO_JUDGE_KEY", "backoff": 0.0}}
+        judge = ClaimsJudge(Options(**common))
+        got = judge.evaluate(case, done)
+        assert len(standin.requests) == 3  # the split, then one a claim
+        assert "[kb-1#2] Refunds for annual plans take 14 days." in standin.requests[-1]["prompt"]
+        assert (got.status, got.value, got.reason) == ("score", 0.5, "1 of 2 claims of the answer supported")
+        assert got.detail["claims"] == [
+            {"claim": "Refunds take 14 days.", "verdict": "supported", "passage": "kb-1#2", "rationale": "kb-1"},
+            {"claim": "Refunds are free.", "verdict": "unsupported", "passage": None, "rationale": "no passage says so"}]
+        assert got.detail["usage"] == {"input_tokens": 300, "output_tokens": 60}  # every call counted
+        assert judge.identity["prompt_version"] == "claims/v1" and "split_prompt_sha256" in judge.identity
+        strict = ClaimsJudge(Options(**common, threshold=1.0))
+        assert strict.metric == "proportion" and strict.evaluate(case, done).status == "fail"
+        recall = ContextRecallJudge(RecallOptions(**common, threshold=0.5)).evaluate(case, done)
+        assert (recall.status, recall.reason) == ("pass", "1 of 2 claims of the reference answer supported")
+        standin.rules.insert(0, ("Split the answer into its claims", "Claims: refunds take 14 days."))
+        broken = judge.evaluate(case, done)  # an unreadable split is missing, never a verdict
+        assert (broken.status, broken.reason, broken.detail["step"]) == ("missing", "judge_unparseable", "split")
+        assert ContextRecallJudge(RecallOptions(**common)).exclude(
+            Case(id="c2", input={"question": "q"}, expected={})) == "no_reference_answer"
