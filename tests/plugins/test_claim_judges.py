@@ -211,3 +211,24 @@ def test_the_claim_judges_ask_a_provider_once_to_split_and_once_a_claim(wire, mo
         assert (broken.status, broken.reason, broken.detail["step"]) == ("missing", "judge_unparseable", "split")
         assert ContextRecallJudge(RecallOptions(**common)).exclude(
             Case(id="c2", input={"question": "q"}, expected={})) == "no_reference_answer"
+
+
+def test_a_gate_on_a_judge_s_share_is_refused_and_on_its_threshold_allowed(tmp_path):
+    assert olo("init", "--example", "support_rag", "p", cwd=tmp_path).code == 0
+    root = tmp_path / "p"
+    (root / "replies.jsonl").write_text("", encoding="utf-8")
+    config = (root / "oloproof.yaml").read_text(encoding="utf-8")
+    (root / "oloproof.yaml").write_text(config.replace("evaluators:\n", "evaluators:\n" + JUDGES.split("\n")[0] + "\n"),
+                                        encoding="utf-8")
+    policy = (root / "policy.yaml").read_text(encoding="utf-8")
+    (root / "policy.yaml").write_text(policy + "  - {id: grounded-claims, metric: claims_supported, min: 0.9}\n",
+                                      encoding="utf-8")
+    result = olo("run", cwd=root)
+    assert result.code == 2, result
+    said = result.err + result.out
+    assert "rule 'grounded-claims' gates on claims_supported, an LLM judge's share" in said
+    assert "policy.yaml:" in said and "threshold: 1.0" in said
+    (root / "oloproof.yaml").write_text(config.replace("evaluators:\n", "evaluators:\n" + JUDGES.split("\n")[0].replace(
+        "model: replay,", "model: replay, threshold: 1.0,") + "\n"), encoding="utf-8")
+    result = olo("run", cwd=root)
+    assert result.code != 2, result  # pass/fail verdicts: the rule waits for validation like any judge's
