@@ -136,9 +136,12 @@ class ClaimJudge(LLMJudge):
         passages = "\n\n".join(f"[{name}] {item.get('text') or '(no text recorded)'}" for name, item in ids.items())
         judged, cached = [], int(split["cached"])
         for claim in claims:
+            if not ids:  # nothing to support it: no model is asked
+                judged.append({"claim": claim, "verdict": "unsupported", "passage": None,
+                               "rationale": "the context holds no passage"})
+                continue
             asked = self._asked({"claim": claim, "context": passages}, _claim_verdict,
-                                self.template.substitute(question=question, context=passages or "(no passages)",
-                                                         claim=claim), self.system)
+                                self.template.substitute(question=question, context=passages, claim=claim), self.system)
             spent(asked)
             if "raw" in asked:
                 return Judgment(status="missing", reason="judge_unparseable",

@@ -90,7 +90,8 @@ def test_context_recall_counts_the_reference_claims_the_context_supports(project
     assert recall["seat_count"]["status"] == "fail"  # 1 of 2 is below the threshold 0.75
     assert recall["seat_count"]["detail"]["fraction"] == 0.5
     assert recall["seat_count"]["reason"] == "1 of 2 claims of the reference answer supported"
-    assert recall["money_back"]["status"] == "fail"
+    assert recall["money_back"]["status"] == "fail"  # an empty context supports nothing, without asking
+    assert recall["money_back"]["detail"]["claims"][0]["rationale"] == "the context holds no passage"
     assert sorted(i for i, j in recall.items() if j["status"] == "pass") == sorted(
         set(recall) - {"refund_review", "seat_count", "money_back"})
 
@@ -135,7 +136,10 @@ def test_claim_verdicts_are_cached_per_claim_and_context(project, tmp_path):
     recall = {r["id"]: r["judgments"]["context_recall"] for r in rows}
     assert recall["seat_count"]["status"] == "pass"  # 1 of 2 meets 0.5
     # but the split and every claim's verdict come from the cache
-    assert all(j["detail"]["cached_calls"] == j["detail"]["total"] + 1 for j in recall.values() if "total" in j["detail"])
+    asked = {i: 1 + sum(c["rationale"] != "the context holds no passage" for c in j["detail"]["claims"])
+             for i, j in recall.items()}
+    assert all(j["detail"]["cached_calls"] == asked[i] for i, j in recall.items())
+    assert asked["money_back"] == 1 and asked["seat_count"] == 3
 
 
 def test_claim_replies_are_read_strictly():
