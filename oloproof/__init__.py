@@ -33,6 +33,7 @@ from oloproof_core.storage.runs import (
 from oloproof_core.storage.checksums import checked_object
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
+from oloproof_core.engine.claims import ClaimJudge, ClaimOptions
 from oloproof_core.engine.providers import (
     JsonProvider, JudgeOptions, LLMJudge, Reply, json_objects, judgment_from_reply, open_provider, retry_after, text_of,
 )
@@ -62,6 +63,8 @@ __all__ = [
     "AtKOptions",
     "Case",
     "CaseMissing",
+    "ClaimJudge",
+    "ClaimOptions",
     "ConfigError",
     "Context",
     "ContextItem",

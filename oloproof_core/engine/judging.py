@@ -178,9 +178,7 @@ def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, st
     """:func:`judge_until_interrupted` with the suite's evaluators, and with judged relevance
     (``relevance: {source: judge}``): the relevance judge first, then the retrieval metrics at k
     on its labels for the cases without ``expected.relevant`` (each judgment marked ``judged``)."""
-    import attrs
-
-    from oloproof_core.model.retrieval import JUDGED_BY, AtKEvaluator
+    from oloproof_core.model.retrieval import AtKEvaluator, judged_case
 
     for spec in suite.evaluators:
         if hasattr(spec.evaluator, "bind_cache"):
@@ -195,13 +193,9 @@ def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, st
     derived, failed = [], {}
     for i, (case, execution) in enumerate(pairs):
         verdict = judgments[i].get(name)
-        if case.expected.get("relevant") is not None or verdict is None:
-            derived.append((case, execution))
-        elif verdict.status in ("pass", "fail"):
-            expected = {**case.expected, "relevant": list(verdict.detail.get("labels", ())), JUDGED_BY: name}
-            derived.append((attrs.evolve(case, expected=expected), execution))
-        else:  # the judge gave no labels: the metrics on them are missing, not excluded
-            derived.append((case, execution))
+        derived.append((judged_case(case, judgments[i], name), execution))
+        if case.expected.get("relevant") is None and verdict is not None and verdict.status not in ("pass", "fail"):
+            # the judge gave no labels: the metrics on them are missing, not excluded
             failed[i] = Judgment.missing(f"relevance_judge_{verdict.status}: {verdict.reason}")
     if later and not interrupted:
         more, extra, interrupted = judge_until_interrupted(derived, later, store, suite.concurrency, use_cache,

@@ -22,6 +22,7 @@ from oloproof_core.engine.judging import judge_suite
 from oloproof_core.decisions.gate import Decision, decide_policy, gate, policy_data
 from oloproof_core.decisions.threshold import run_metrics
 from oloproof_core.model.identity import digest
+from oloproof_core.model.retrieval import judged_case
 from oloproof_core.model.records import Case, Execution, Summary
 from oloproof_core.hooks.manager import Plugins
 from oloproof_core.storage.stores import run_writer
@@ -127,6 +128,16 @@ def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_c
         finally:
             judged.close()
     return interrupted
+
+
+def slice_key(slice_: Any, case: Case, execution: Execution, judgments: dict, judge: str | None) -> str | None:
+    """The slice group of a case; for a case without human relevance labels, read from the relevance
+    judge's (relevance: {source: judge}), and then marked ``(judged)`` where they decided it."""
+    labelled = judged_case(case, judgments, judge)
+    key = slice_.key(labelled, execution)
+    if labelled is not case and key is not None and key != slice_.key(case, execution):
+        return f"{key} (judged)"
+    return key
 
 
 def merge_figures(caches: dict, figures: dict) -> None:
@@ -244,7 +255,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     def finished(part: list[tuple]) -> None:
         """A batch of finished cases: counted, stored, and told to the plugins that listen."""
         results = [CaseResult(case=c, execution=e, judgments=j, trials=t, cluster=cluster_of(c, design.cluster),
-                              slices={s.name: s.key(c, e) if e is not None else None for s in suite.slices})
+                              slices={s.name: slice_key(s, c, e, j, suite.relevance_judge) if e is not None else None
+                                      for s in suite.slices})
                    for c, e, j, t in part]
         for r in results:
             tally.add(r)

@@ -192,6 +192,14 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                                   where=policy.where.get(rule.id),
                                   fix="add `trials: 5` to oloproof.yaml (or run with --trials 5)")
         policy.check_metrics(metrics)
+        shares = {s.evaluator.criterion for s in evaluators
+                  if getattr(s.evaluator, "judge", False) is True and s.evaluator.metric != "proportion"}
+        for rule in policy.rules:  # a judge's gate compares pass/fail verdicts with human labels
+            if rule.metric in shares:
+                raise ConfigError(f"rule {rule.id!r} gates on {rule.metric}, an LLM judge's share, which no human "
+                                  "label can check", where=policy.where.get(rule.id),
+                                  fix=f"give the judge of {rule.metric} a threshold (threshold: 1.0) to gate on its "
+                                      "pass/fail verdicts")
 
     store = dict(skeleton.store)
     store_type = store.pop("type", "local")

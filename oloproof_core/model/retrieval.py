@@ -48,6 +48,23 @@ def _labels(case: Case) -> list | None:
     return labels
 
 
+def judged_case(case: Case, judgments: Mapping[str, Any], judge: str | None) -> Case:
+    """``case`` with the labels of the relevance judge ``judge`` (its criterion; ``relevance:
+    {source: judge}``) as ``expected.relevant`` and marked :data:`JUDGED_BY`, when it has no human
+    labels and the judge gave labels (a pass or a fail); else ``case`` itself. ``judgments`` maps
+    criteria to judgments, as objects or as stored data."""
+    if judge is None or case.expected.get("relevant") is not None:
+        return case
+    verdict = judgments.get(judge)
+    data = verdict if isinstance(verdict, Mapping) or verdict is None else verdict.to_data()
+    if not data or data.get("status") not in ("pass", "fail"):
+        return case
+    import attrs
+
+    labels = list((data.get("detail") or {}).get("labels", ()))
+    return attrs.evolve(case, expected={**case.expected, "relevant": labels, JUDGED_BY: judge})
+
+
 def whole_documents(case: Case) -> frozenset[str]:
     """The documents ``expected.relevant`` labels without a chunk_id: under ``relevance_unit:
     chunk`` each of them is one unit, matched by any of its chunks (the fallback to doc)."""
@@ -159,7 +176,9 @@ def observe(case: Case, execution: Execution | None, unit: str = "doc", top_k: i
     """What ``execution`` recorded about the relevant evidence of ``case``, counted in ``unit``.
 
     ``min_grade`` (``relevance.evidence_min_grade``): only relevant units of at least that grade
-    count; a case with none is ``unknown``, as one without labels.
+    count; a case with none is ``unknown``, as one without labels. A case labelled by a relevance
+    judge (:func:`judged_case`) with none is ``not_retrieved``: the judge graded what was retrieved
+    (up to its depth) and found nothing relevant there.
 
     Without a recorded context, a retrieved unit is ``beyond_top_k`` when its first passage lies
     past ``top_k`` (which counts passages), else ``retrieved``.
@@ -167,7 +186,11 @@ def observe(case: Case, execution: Execution | None, unit: str = "doc", top_k: i
     relevant = relevant_units(case, unit)
     if relevant and min_grade is not None:
         relevant = {k: g for k, g in relevant.items() if g >= min_grade}
-    if not relevant or execution is None:
+    if execution is None:
+        return Evidence(position="unknown", state="unknown", unit=unit)
+    if not relevant and case.expected.get(JUDGED_BY) and latest(execution, "retrieval/v1") is not None:
+        return Evidence(position=None, state="not_retrieved", unit=unit)
+    if not relevant:
         return Evidence(position="unknown", state="unknown", unit=unit)
     whole = whole_documents(case) if unit == "chunk" else frozenset()
     retrieval = latest(execution, "retrieval/v1")

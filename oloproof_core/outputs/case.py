@@ -122,7 +122,9 @@ def _retrieval(view: Mapping[str, Any], width: int) -> list[str]:
     about = [f"query {_json(retrieval.get('query'))}" if retrieval.get("query") is not None else None,
              f"depth {retrieval['depth']}" if retrieval.get("depth") is not None else None,
              f"{len(view['candidates'])} candidates",
-             f"relevant at relevance_unit {unit}" if view["labels"] else "no relevance labels"]
+             (f"relevant at relevance_unit {unit}" + (f" as judged by {view['judged_by']} (an LLM judge)"
+                                                       if view.get("judged_by") else ""))
+             if view["labels"] else "no relevance labels"]
     head = _text("Retrieval: " + ", ".join(a for a in about if a), "", width)
     if not view["candidates"]:
         return head
@@ -159,6 +161,14 @@ def _judgments(view: Mapping[str, Any], width: int) -> list[str]:
         detail = j.get("detail") or {}
         for key, value in detail.items():
             if key == "usage" or value is None:
+                continue
+            if key == "claims" and isinstance(value, list) and all(isinstance(c, Mapping) for c in value):
+                out.append(INDENT * 2 + "claims:")
+                for c in value:  # a claim-level judge: each claim's verdict and the passage behind it
+                    where = f" by {c['passage']}" if c.get("passage") else ""
+                    out += _text(f"{c.get('verdict')}{where}: {c.get('claim')}", INDENT * 3, width, first="- ")
+                    if c.get("rationale"):
+                        out += _text(str(c["rationale"]), INDENT * 4, width)
                 continue
             label = "raw reply" if key == "raw" else key
             out += _field(label, value, INDENT * 2, width)

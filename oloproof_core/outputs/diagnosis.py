@@ -52,6 +52,10 @@ def summary_lines(record: dict) -> list[str]:
     if record.get("evidence_min_grade") is not None:
         lines.append(f"Evidence: only relevant units of {grade_words(record)} count "
                      "(relevance.evidence_min_grade); a case with none is placed as unlabelled")
+    judged = Counter(c["judged"] for c in record["cases"] if c.get("judged"))
+    for judge, k in sorted(judged.items()):
+        lines.append(f"Judged: the positions and evidence of {k} of {n} read the relevance labels of the LLM judge "
+                     f"{judge} (relevance: {{source: judge}}), which graded the retrieved passages only")
     if record["excluded"]:
         lines.append(f"Excluded: {_cases(len(record['excluded']))}, no_gold_context - {NO_GOLD_FIX}")
     cases = record["cases"]
@@ -137,6 +141,7 @@ def inspect_lines(record: dict) -> list[str]:
     lines = []
     for c in record["cases"]:
         line = f"{c['id']}: {c['label']}, {c['reason']}, strength {c['strength']}, {position_words(record, c['position'])}"
+        line += f" (judged: {c['judged']})" if c.get("judged") else ""
         if not record["labels_by_recovery"] and "recovered" in c:
             line += f", recovered under {record['label']}: {'yes' if c['recovered'] else 'no'}"
             if c.get("control_passed"):
@@ -154,6 +159,7 @@ def inspect_lines(record: dict) -> list[str]:
             where = evidence_words(c["evidence"])
             if isinstance(c["position"], int):
                 where += f", position {c['position']}"
+            where += f" (judged: {c['judged']})" if c.get("judged") else ""
             lines.append(f"  {c['id']}: {where}")
     return lines
 

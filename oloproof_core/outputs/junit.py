@@ -93,7 +93,27 @@ def _case_element(name: str, case_id: str, criterion: str, judgment: Mapping[str
         ET.SubElement(case, "skipped", {"message": f"excluded: {reason}"})
     elif status == "score":
         ET.SubElement(case, "system-out").text = f"score {judgment['value']:.3f}"
+    claims = claim_lines(judgment)
+    if claims:  # a claim-level judge's verdicts, one line a claim
+        out = case.find("system-out")
+        if out is None:
+            out = ET.SubElement(case, "system-out")
+        out.text = "\n".join(([out.text] if out.text else []) + claims)
     return case
+
+
+def claim_lines(judgment: Mapping[str, Any]) -> list[str]:
+    """A claim-level judgment's claims, one line each: ``supported (kb-03): <claim>``."""
+    detail = judgment.get("detail") or {}
+    claims = detail.get("claims")
+    if not isinstance(claims, list) or not claims:
+        return []
+    lines = [str(detail.get("summary") or "")] if detail.get("summary") else []
+    for c in claims:
+        if isinstance(c, Mapping):
+            where = f" ({c['passage']})" if c.get("passage") else ""
+            lines.append(xml_safe(f"{c.get('verdict')}{where}: {c.get('claim')}"))
+    return lines
 
 
 PLACE = "oloproof.cases.placeholder"  # where the spooled test cases go in the serialised document

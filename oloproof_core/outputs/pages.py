@@ -246,6 +246,13 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
         raise ConfigError(f"run {run_id} has no case {case_id!r}", fix="pick a case from the run's page")
     case = record.get("case") or {}
     labels = _relevance(case)
+    judgments = record.get("judgments") or {}
+    # without human labels, the relevance judge's the metrics read (relevance: {source: judge})
+    judged_by = None if labels else next((j["detail"]["judged"] for j in judgments.values()
+                                          if isinstance((j.get("detail") or {}).get("judged"), str)), None)
+    if judged_by:
+        labels = [label for label in ((judgments.get(judged_by) or {}).get("detail") or {}).get("labels", [])
+                  if isinstance(label, dict) and label.get("doc_id") is not None]
     unit = header.get("relevance_unit") or "doc"
     artifacts = record.get("artifacts") or {}
     retrieval = (artifacts.get("retrieval/v1") or [None])[-1]
@@ -280,7 +287,7 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
     return {"run": header, "record": record, "case": case, "judgments": record.get("judgments", {}), "trials": trials,
             "relevance_unit": unit, "retrieval": retrieval, "candidates": candidates, "context": context,
             "tokens_used": used, "citations": citations,
-            "labels": labels, "diagnoses": diagnoses, "other_artifacts": {
+            "labels": labels, "judged_by": judged_by, "diagnoses": diagnoses, "other_artifacts": {
                 k: v for k, v in artifacts.items() if k not in ("retrieval/v1", "context/v1", "citations/v1")}}
 
 

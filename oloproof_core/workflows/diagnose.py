@@ -17,7 +17,7 @@ import attrs
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.records import Case, Execution, Judgment
-from oloproof_core.model.retrieval import Evidence, observe
+from oloproof_core.model.retrieval import JUDGED_BY, Evidence, judged_case, observe
 from oloproof_core.engine.work import InterventionWork
 from oloproof_core.engine.execution import executor_of
 from oloproof_core.engine.runner import new_run_id
@@ -101,7 +101,11 @@ class Diagnosis:
         self.failed = [r for r in store.run_cases(run_id)
                        if r["judgments"].get(criterion, {}).get("status") == "fail"]
         failing = {r["id"] for r in self.failed}
-        self.cases = {c.id: c for c in suite.cases if c.id in failing}  # the suite's cases read as they stream
+        # the suite's cases read as they stream; without human relevance labels, the run's judged ones
+        # (relevance: {source: judge}), so positions and evidence read them, and say so (judged)
+        judge = getattr(suite, "relevance_judge", None)
+        by_id = {r["id"]: r for r in self.failed}
+        self.cases = {c.id: judged_case(c, by_id[c.id]["judgments"], judge) for c in suite.cases if c.id in failing}
         # the unit the run counted positions in (older runs recorded none: the suite's)
         self.unit = self.header.get("relevance_unit") or suite.relevance_unit
         self.pending: list[tuple[dict, list, dict]] = []  # child runs to store with the diagnosis
@@ -254,6 +258,10 @@ class Diagnosis:
                 confirmed, children = self.confirmed(record, intervention, selected, passed, control_passed, replayed)
                 cases_out += confirmed
             children += [(intervention.label, run_id), (intervention.control_label, control_id)]
+        for c in cases_out:  # a position read from a relevance judge's labels says so
+            judged = self.cases[c["id"]].expected.get(JUDGED_BY) if c["id"] in self.cases else None
+            if judged and "judged" not in c:
+                c["judged"] = judged
         record.update(cases=sorted(cases_out, key=lambda c: c["id"]), children=[list(c) for c in children])
         object_id = "sha256:" + digest(record)
         batch = getattr(self.store, "batch", None)  # a store without batches writes them one by one

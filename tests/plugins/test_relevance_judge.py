@@ -135,3 +135,49 @@ def test_source_judge_needs_a_relevance_judge_in_the_suite(tmp_path):
                                         encoding="utf-8")
     result = olo("run", cwd=root)
     assert result.code == 2 and "relevance.source must be labels or judge" in result.err + result.out, result
+
+
+def diagnosis_of(root, run_id) -> tuple[str, dict]:
+    """The gold-context diagnosis of ``run_id`` on answer_correct: its printed summary, and each
+    case's line of ``oloproof inspect DIAGNOSIS_ID`` (label, reason, position, evidence)."""
+    result = olo("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct", cwd=root)
+    assert result.code == 0, result
+    object_id = next(line.split()[1] for line in result.out.splitlines() if line.startswith("Diagnosis "))
+    shown = olo("inspect", object_id, cwd=root)
+    assert shown.code == 0, shown
+    lines = {line.split(":")[0]: line for line in shown.out.splitlines() if not line.startswith((" ", "Evidence"))}
+    return result.out, lines
+
+
+@pytest.mark.slow
+def test_diagnose_and_the_position_slice_read_judged_labels_as_they_read_human_ones(support, tmp_path):
+    import shutil
+
+    root, cases, _ = support
+    listed = olo("runs", "--format", "json", cwd=root)
+    assert listed.code == 0, listed
+    human_id = next(r["id"] for r in json.loads(listed.out) if not r.get("parent"))
+    human_out, human_lines = diagnosis_of(root, human_id)
+    copy = tmp_path / "p"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".oloproof"))
+    result, judged, _ = unlabelled(copy, cases)
+    run_id = result.out.split()[1]
+    assert "relevant_position=1 (judged)" in result.out  # the slice groups on judged labels, and says so
+    assert "relevant_position=not_retrieved (judged)" in result.out
+    out, lines = diagnosis_of(copy, run_id)
+    assert len(lines) == len(human_lines) == 4
+    for case_id, line in human_lines.items():  # the same label, reason and position, marked judged
+        assert lines[case_id] == f"{line} (judged: judged_relevance)", (lines[case_id], line)
+    labels = [line for line in human_out.splitlines() if line.split(":")[0] in ("RETRIEVAL_MISS", "RANKED_OUT",
+                                                                                 "CONTEXT_ASSEMBLY_LOSS",
+                                                                                 "GENERATION_FAILURE")]
+    assert labels and all(line in out for line in labels)
+    assert "Judged: the positions and evidence of 4 of 4 read the relevance labels of the LLM judge " \
+           "judged_relevance" in out
+    shown = olo("inspect", run_id, "--case", "refund_review", cwd=copy)
+    assert shown.code == 0 and "judged: judged_relevance" in shown.out, shown
+    assert "relevant at relevance_unit doc as judged by judged_relevance (an LLM judge)" in shown.out
+    assert olo("export", run_id, "--html", "report.html", cwd=copy).code == 0
+    page = (copy / "report.html").read_text(encoding="utf-8")  # every case page, as the viewer serves it
+    assert "judged: on the relevance labels of judged_relevance (an LLM judge)" in page
+    assert "relevant: as judged by judged_relevance" in page
