@@ -33,6 +33,7 @@ from oloproof_core.storage.runs import (
 from oloproof_core.storage.checksums import checked_object
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
+from oloproof_core.engine.embeddings import EmbeddingCache, Embeddings, cosine, open_embedder, vectors_of
 from oloproof_core.engine.providers import (
     JsonProvider, JudgeOptions, LLMJudge, Reply, json_objects, judgment_from_reply, open_provider, retry_after, text_of,
 )
@@ -67,6 +68,8 @@ __all__ = [
     "ContextItem",
     "DroppedItem",
     "EvaluationError",
+    "EmbeddingCache",
+    "Embeddings",
     "Evidence",
     "Execution",
     "JsonProvider",
@@ -96,6 +99,7 @@ __all__ = [
     "code_fingerprint",
     "context_from_prompt",
     "context_names",
+    "cosine",
     "current_case",
     "digest",
     "display",
@@ -111,6 +115,7 @@ __all__ = [
     "project_fingerprint",
     "reach_fingerprint",
     "short_fingerprint",
+    "open_embedder",
     "open_provider",
     "ranked_units",
     "relevant_units",
@@ -129,6 +134,7 @@ __all__ = [
     "this_process",
     "write_run",
     "unit_key",
+    "vectors_of",
     "whole_documents",
     "source_fingerprint",
     "stats",
