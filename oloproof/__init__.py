@@ -33,7 +33,9 @@ from oloproof_core.storage.runs import (
 from oloproof_core.storage.checksums import checked_object
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
-from oloproof_core.engine.embeddings import EmbeddingCache, Embeddings, cosine, open_embedder, vectors_of
+from oloproof_core.engine.embeddings import (
+    EmbeddingCache, Embeddings, cosine, identified_provider, open_embedder, vectors_of,
+)
 from oloproof_core.engine.providers import (
     JsonProvider, JudgeOptions, LLMJudge, Reply, json_objects, judgment_from_reply, open_provider, retry_after, text_of,
 )
@@ -105,6 +107,7 @@ __all__ = [
     "display",
     "evidence_words",
     "hookimpl",
+    "identified_provider",
     "import_object",
     "judgment_from_reply",
     "json_objects",

@@ -50,23 +50,32 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-def open_embedder(name: str, model: str, options: Mapping[str, Any] | None = None, *,
-                  what: str = "an evaluator") -> tuple[Any, dict]:
-    """The provider ``name`` serving embeddings of ``model``, and its identity (provider, model,
-    the provider's distribution, version and code, and what it serves beyond its options).
-
-    Raises ConfigError, before anything runs, for an unknown provider, bad options, missing
-    credentials, or a provider without ``embed``."""
+def identified_provider(name: str, model: str, options: Mapping[str, Any] | None = None, *,
+                        what: str = "a generator") -> tuple[Any, dict]:
+    """The provider ``name`` for ``model`` (:func:`~oloproof_core.engine.providers.open_provider`)
+    and its identity: provider, model, the provider's distribution, version and code, and what it
+    serves beyond its options (a replies file's sha256). Raises ConfigError as ``open_provider`` does."""
     from oloproof_core.engine.providers import _open, provider_code
 
     entry, provider = _open(name, model, options, what=what, registry=None)
-    if not callable(getattr(provider, "embed", None)):
-        raise ConfigError(f"{what}: provider {name!r} serves no embeddings",
-                          fix="use provider: openai (any OpenAI-compatible /v1/embeddings server) or replay")
     identity = {"provider": name, "model": model, "provider_plugin": provider_code(entry, provider)}
     served = getattr(provider, "identity", None)
     if served:
         identity["provider_identity"] = dict(served)
+    return provider, identity
+
+
+def open_embedder(name: str, model: str, options: Mapping[str, Any] | None = None, *,
+                  what: str = "an evaluator") -> tuple[Any, dict]:
+    """The provider ``name`` serving embeddings of ``model``, and its identity
+    (:func:`identified_provider`).
+
+    Raises ConfigError, before anything runs, for an unknown provider, bad options, missing
+    credentials, or a provider without ``embed``."""
+    provider, identity = identified_provider(name, model, options, what=what)
+    if not callable(getattr(provider, "embed", None)):
+        raise ConfigError(f"{what}: provider {name!r} serves no embeddings",
+                          fix="use provider: openai (any OpenAI-compatible /v1/embeddings server) or replay")
     return provider, identity
 
 
