@@ -118,9 +118,13 @@ def generate(corpus: str | None, output: str, count: int, mix: str | None, gener
 
 def system_of(project):
     """The suite's system, built as a run builds it (for its index)."""
+    import sys
+
     from oloproof_core.engine.system import load_system
 
     doc, skeleton = project.skeleton()
+    if str(project.dir) not in sys.path:  # as a run does: `object: app:Rag` finds app.py in the project
+        sys.path.append(str(project.dir))
     return load_system(doc, skeleton.system, project.plugins, project.dir)[0]
 
 

@@ -242,17 +242,26 @@ def near_duplicates(kept: list[tuple[dict, dict]], threshold: float) -> set[str]
     return dropped
 
 
-def balance(kept: list[tuple[dict, dict]], mix: Mapping[str, float]) -> list[tuple[dict, dict]]:
-    """The most cases whose kinds keep the asked mix (largest remainders), earliest first."""
+def balance(kept: list[tuple[dict, dict]], mix: Mapping[str, float], tolerance: float = 0.05) -> list[tuple[dict, dict]]:
+    """The most cases, earliest first, whose kinds keep the asked mix: every kind's share within
+    ``tolerance`` of the asked one (counts by largest remainders); failing that, the most that fit."""
     by_kind: dict[str, list] = {kind: [] for kind in mix}
     for pair in kept:
         by_kind[pair[0]["kind"]].append(pair)
-    for total in range(len(kept), -1, -1):
+    fitting = []
+    for total in range(len(kept), 0, -1):
         counts = allocate(total, mix)
         if all(counts[kind] <= len(by_kind[kind]) for kind in mix):
-            chosen = {id(p) for kind in mix for p in by_kind[kind][:counts[kind]]}
-            return [p for p in kept if id(p) in chosen]
-    return []
+            fitting.append(counts)
+            if all(abs(counts[kind] / total - share) <= tolerance for kind, share in mix.items()):
+                break
+    else:
+        if not fitting:
+            return []
+    counts = fitting[-1] if all(abs(fitting[-1][k] / max(1, sum(fitting[-1].values())) - s) <= tolerance
+                                for k, s in mix.items()) else fitting[0]
+    chosen = {id(p) for kind in mix for p in by_kind[kind][:counts[kind]]}
+    return [p for p in kept if id(p) in chosen]
 
 
 def case_of(request: dict, item: dict, synthetic: dict, question_field: str, abstention: str) -> dict:
