@@ -69,9 +69,14 @@ def generate(corpus: str | None, output: str, count: int, mix: str | None, gener
     data = {**({"provider": provider} if provider else {}), **({"model": model} if model else {}),
             **({"provider_options": pairs(provider_options, "--provider-option")} if provider_options else {}),
             **pairs(extra, "--option")}
-    options = (structure(None, data, entry.options, (), what=f"generator {generator_name!r} from {entry.distribution}")
-               if entry.options is not None else None)
-    made = entry.factory(options)
+    try:
+        options = (structure(None, data, entry.options, (), what=f"generator {generator_name!r} from {entry.distribution}")
+                   if entry.options is not None else None)
+        made = entry.factory(options)
+    except ConfigError as exc:
+        flag = flag_of(exc.where) if exc.where else "--provider-option"  # a provider's own check names no key
+        fix = f"give {flag} NAME" if flag in ("--provider", "--model") and "missing" in exc.problem else exc.fix
+        raise ConfigError(exc.problem, where=flag, fix=fix) from None
     if corpus is not None:
         passages, source = generation.read_corpus(corpus), corpus
     else:
@@ -114,6 +119,16 @@ def generate(corpus: str | None, output: str, count: int, mix: str | None, gener
           f"{made.identity.get('model', generator_name)}), {figures['near_duplicate']} near-duplicate question, "
           f"{figures['generator_error']} unusable reply; {figures['trimmed']} trimmed to keep the mix",
           f"Next: name {output} under cases: in oloproof.yaml, then oloproof run"])
+
+
+def flag_of(where: str | None) -> str | None:
+    """The command-line flag behind a generator option's YAML path (``$.provider`` -> ``--provider``)."""
+    key = (where or "").removeprefix("$.").removeprefix("$")
+    if key in ("provider", "model"):
+        return f"--{key}"
+    if key.startswith("provider_options"):
+        return "--provider-option " + key.removeprefix("provider_options").lstrip(".") if key != "provider_options" else "--provider-option"
+    return f"--option {key}" if key else "--option"
 
 
 def system_of(project):

@@ -159,3 +159,22 @@ def test_the_50_passage_example_generates_cases_that_run_as_they_are(tmp_path):
     run = olo("run", cwd=root)
     assert run.code in (0, 1, 3), run
     assert f"/ {len(cases)} observed · 0 missing" in run.out
+
+
+@pytest.mark.slow
+def test_bad_input_stops_with_one_located_line_and_writes_nothing(tmp_path):
+    shutil.copytree(EXAMPLE, tmp_path / "p")
+    root = tmp_path / "p"
+    replay = ["--provider", "replay", "--model", "replay", "--provider-option", "file=generation.jsonl"]
+    for args, line in [
+        (["--corpus", "passages.jsonl"], "error: --provider: missing required key 'provider'; fix: give --provider NAME"),
+        (["--corpus", "passages.jsonl", *replay, "--option", "chek=false"],
+         "error: --option chek: unknown key 'chek'; fix: rename it to 'check'"),
+        (["--corpus", "passages.jsonl", *replay, "--mix", "factoid=0.5"],
+         "error: --mix: the shares add up to 0.5, not 1; fix: make the shares add up to 1"),
+        (["--corpus", "missing.jsonl", *replay], "error: --corpus: cannot read the corpus missing.jsonl"),
+    ]:
+        result = olo("generate", *args, cwd=root)
+        assert result.code == 2 and result.err.strip().startswith(line), (args, result)
+        assert len(result.err.strip().splitlines()) == 1
+    assert not (root / "cases.generated.jsonl").exists() and not (root / ".oloproof" / "generate").exists()
