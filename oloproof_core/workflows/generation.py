@@ -248,18 +248,18 @@ def balance(kept: list[tuple[dict, dict]], mix: Mapping[str, float], tolerance: 
     by_kind: dict[str, list] = {kind: [] for kind in mix}
     for pair in kept:
         by_kind[pair[0]["kind"]].append(pair)
-    fitting = []
+    largest = None
     for total in range(len(kept), 0, -1):
         counts = allocate(total, mix)
-        if all(counts[kind] <= len(by_kind[kind]) for kind in mix):
-            fitting.append(counts)
-            if all(abs(counts[kind] / total - share) <= tolerance for kind, share in mix.items()):
-                break
+        if any(counts[kind] > len(by_kind[kind]) for kind in mix):
+            continue
+        largest = largest or counts
+        if all(abs(counts[kind] / total - share) <= tolerance for kind, share in mix.items()):
+            break
     else:
-        if not fitting:
-            return []
-    counts = fitting[-1] if all(abs(fitting[-1][k] / max(1, sum(fitting[-1].values())) - s) <= tolerance
-                                for k, s in mix.items()) else fitting[0]
+        counts = largest
+    if counts is None:
+        return []
     chosen = {id(p) for kind in mix for p in by_kind[kind][:counts[kind]]}
     return [p for p in kept if id(p) in chosen]
 
