@@ -127,7 +127,7 @@ def flag_of(where: str | None) -> str | None:
     if key in ("provider", "model"):
         return f"--{key}"
     if key.startswith("provider_options"):
-        return "--provider-option " + key.removeprefix("provider_options").lstrip(".") if key != "provider_options" else "--provider-option"
+        return ("--provider-option " + key.removeprefix("provider_options.")).strip()
     return f"--option {key}" if key else "--option"
 
 
