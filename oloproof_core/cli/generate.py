@@ -126,8 +126,10 @@ def flag_of(where: str | None) -> str | None:
     key = (where or "").removeprefix("$.").removeprefix("$")
     if key in ("provider", "model"):
         return f"--{key}"
-    if key.startswith("provider_options"):
-        return ("--provider-option " + key.removeprefix("provider_options.")).strip()
+    if key == "provider_options":
+        return "--provider-option"
+    if key.startswith("provider_options."):
+        return "--provider-option " + key.removeprefix("provider_options.")
     return f"--option {key}" if key else "--option"
 
 
