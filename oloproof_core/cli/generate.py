@@ -44,6 +44,8 @@ def pairs(values: tuple[str, ...], flag: str) -> dict:
 @click.option("--provider-option", "provider_options", multiple=True, metavar="KEY=VALUE",
               help="An option of the provider (base_url, api_key_env, file, prices; repeatable).")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE", help="An option of the generator (repeatable).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Requests in flight at once.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Which passages each kind is asked about.")
 @click.option("--duplicate-threshold", type=click.FloatRange(0, 1), default=0.6, show_default=True,
               help="Drop a question whose word-bigram overlap (Jaccard) with an earlier one is at least this.")
@@ -54,7 +56,7 @@ def pairs(values: tuple[str, ...], flag: str) -> dict:
 @config_option
 def generate(corpus: str | None, output: str, count: int, mix: str | None, generator_name: str,
              provider: str | None, model: str | None, provider_options: tuple[str, ...], extra: tuple[str, ...],
-             seed: int, duplicate_threshold: float, question_field: str, abstention: str, dry_run: bool,
+             concurrency: int, seed: int, duplicate_threshold: float, question_field: str, abstention: str, dry_run: bool,
              config: str | None) -> None:
     """Write cases generated from a corpus: each case's question, its reference answer, its source
     passages as expected.relevant (grade 2) and gold_context, and metadata.synthetic naming the
@@ -105,7 +107,7 @@ def generate(corpus: str | None, output: str, count: int, mix: str | None, gener
     cases, figures = generation.generate_cases(
         made, generator_name, passages, count=count, mix=shares, seed=seed,
         progress_dir=project.dir / ".oloproof" / "generate", duplicate_threshold=duplicate_threshold,
-        question_field=question_field, abstention=abstention, progress=progress)
+        question_field=question_field, abstention=abstention, progress=progress, concurrency=concurrency)
     if not cases:
         raise ConfigError("no case survived the filters", where="--output",
                           fix="read the dropped counts above; try another --seed, a larger --count or another model")

@@ -10,6 +10,7 @@ asks only what is left, and after a finished run asks nothing. docs/suite-withou
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -181,30 +182,54 @@ def resume(path: Path, key: str) -> dict[str, dict]:
 
 
 def work(generator: Any, requests: list[dict], path: Path, key: str,
-         progress: Callable[[int, int, int, dict], None] | None = None) -> list[dict]:
+         progress: Callable[[int, int, int, dict], None] | None = None, concurrency: int = 1) -> list[dict]:
     """Every request's outcome, ``{id, item}`` or ``{id, dropped}``, asking only those not in the
-    progress file; each outcome is appended as it comes, so an interrupt loses at most one."""
+    progress file, ``concurrency`` at a time; each outcome is appended as it comes, so an interrupt
+    loses at most the requests in flight."""
+    import threading
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
     done = resume(path, key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    spent: dict = {"calls": 0, "resumed": sum(1 for r in requests if r["id"] in done)}
+    spent: dict = {"calls": 0, "resumed": sum(1 for r in requests if r["id"] in done), "lock": threading.Lock()}
     checks = callable(getattr(generator, "check", None))
-    with path.open("a", encoding="utf-8") as out:
-        for number, request in enumerate(requests, 1):
-            if request["id"] not in done:
-                done[request["id"]] = outcome = {"plan": key, "id": request["id"], **ask(generator, request, checks, spent)}
-                out.write(json.dumps(outcome, ensure_ascii=False) + "\n")
-                out.flush()
-            if progress is not None:
-                progress(number, len(requests), sum(1 for r in requests if "dropped" in done.get(r["id"], {})), spent)
+    todo = [r for r in requests if r["id"] not in done]
+    left, finished = iter(todo), len(requests) - len(todo)
+
+    def report() -> None:
+        if progress is not None:
+            dropped = sum(1 for r in requests if "dropped" in done.get(r["id"], {}))
+            progress(finished, len(requests), dropped, {k: v for k, v in spent.items() if k != "lock"})
+
+    if not todo:  # all done before: say so once
+        report()
+    pool = ThreadPoolExecutor(max(1, concurrency))
+    try:
+        with path.open("a", encoding="utf-8") as out:
+            running = {pool.submit(ask, generator, r, checks, spent): r for r in itertools.islice(left, concurrency)}
+            while running:
+                ready, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in ready:
+                    request = running.pop(future)
+                    done[request["id"]] = outcome = {"plan": key, "id": request["id"], **future.result()}
+                    out.write(json.dumps(outcome, ensure_ascii=False) + "\n")
+                    out.flush()
+                    finished += 1
+                    report()
+                    for following in itertools.islice(left, 1):
+                        running[pool.submit(ask, generator, following, checks, spent)] = following
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return [done[r["id"]] for r in requests]
 
 
 def ask(generator: Any, request: dict, checks: bool, spent: dict) -> dict:
     def add(usage: Mapping[str, Any] | None) -> None:
-        spent["calls"] += 1
-        for name, value in (usage or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                spent[name] = spent.get(name, 0) + value
+        with spent["lock"]:
+            spent["calls"] += 1
+            for name, value in (usage or {}).items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    spent[name] = spent.get(name, 0) + value
 
     try:
         made = generator.generate(request)
@@ -282,13 +307,14 @@ def case_of(request: dict, item: dict, synthetic: dict, question_field: str, abs
 
 def generate_cases(generator: Any, name: str, passages: list[dict], *, count: int, mix: Mapping[str, float],
                    seed: int, progress_dir: Path, duplicate_threshold: float = 0.6, question_field: str = "question",
-                   abstention: str = "I don't know.", progress: Any = None) -> tuple[list[dict], dict]:
+                   abstention: str = "I don't know.", progress: Any = None,
+                   concurrency: int = 1) -> tuple[list[dict], dict]:
     """The cases and the figures (asked, dropped by reason, trimmed, by kind)."""
     requests = plan(passages, count, mix, seed)
     identity = digest(dict(generator.identity))
     key = digest({"generator": name, "identity": identity, "corpus": digest(passages), "count": count,
                   "mix": dict(mix), "seed": seed})
-    outcomes = work(generator, requests, progress_dir / f"{key[:16]}.jsonl", key, progress)
+    outcomes = work(generator, requests, progress_dir / f"{key[:16]}.jsonl", key, progress, concurrency)
     pairs = list(zip(requests, outcomes))
     figures = {"requests": len(requests), "answer_not_supported": 0, "generator_error": 0}
     for _, outcome in pairs:

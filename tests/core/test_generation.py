@@ -178,3 +178,21 @@ def test_bad_input_stops_with_one_located_line_and_writes_nothing(tmp_path):
         assert result.code == 2 and result.err.strip().startswith(line), (args, result)
         assert len(result.err.strip().splitlines()) == 1
     assert not (root / "cases.generated.jsonl").exists() and not (root / ".oloproof" / "generate").exists()
+
+
+def test_requests_run_concurrently_and_the_cases_keep_the_plan_order(tmp_path):
+    from provider_standin import Fault
+
+    with StandIn() as standin:
+        for p in PASSAGES:
+            name = generation.unit(p)
+            standin.rules.append((f"[{name}]", json.dumps({"question": f"What does {name} say?", "answer": "a fact"})))
+        standin.faults.extend(Fault("slow", 0.3) for _ in range(4))
+        made = LLMGenerator(Options(provider="openai", model="standin", check=False, provider_options={
+            "base_url": standin.openai_url, "api_key_env": None}))
+        run = dict(count=6, mix={"factoid": 1.0}, seed=0)
+        together, _ = generation.generate_cases(made, "llm_generator", PASSAGES, progress_dir=tmp_path / "a",
+                                                concurrency=4, **run)
+        assert standin.max_in_flight > 1
+        alone, _ = generation.generate_cases(made, "llm_generator", PASSAGES, progress_dir=tmp_path / "b", **run)
+        assert together == alone and [c["id"] for c in alone] == [f"gen-factoid-00{i}" for i in range(1, 7)]
