@@ -34,6 +34,9 @@ from oloproof_core.storage.checksums import checked_object
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
 from oloproof_core.engine.claims import ClaimJudge, ClaimOptions
+from oloproof_core.engine.embeddings import (
+    EmbeddingCache, Embeddings, cosine, identified_provider, open_embedder, vectors_of,
+)
 from oloproof_core.engine.providers import (
     JsonProvider, JudgeOptions, LLMJudge, Reply, json_objects, judgment_from_reply, open_provider, retry_after, text_of,
 )
@@ -70,6 +73,8 @@ __all__ = [
     "ContextItem",
     "DroppedItem",
     "EvaluationError",
+    "EmbeddingCache",
+    "Embeddings",
     "Evidence",
     "Execution",
     "JsonProvider",
@@ -99,11 +104,13 @@ __all__ = [
     "code_fingerprint",
     "context_from_prompt",
     "context_names",
+    "cosine",
     "current_case",
     "digest",
     "display",
     "evidence_words",
     "hookimpl",
+    "identified_provider",
     "import_object",
     "judgment_from_reply",
     "json_objects",
@@ -114,6 +121,7 @@ __all__ = [
     "project_fingerprint",
     "reach_fingerprint",
     "short_fingerprint",
+    "open_embedder",
     "open_provider",
     "ranked_units",
     "relevant_units",
@@ -132,6 +140,7 @@ __all__ = [
     "this_process",
     "write_run",
     "unit_key",
+    "vectors_of",
     "whole_documents",
     "source_fingerprint",
     "stats",

@@ -1,7 +1,9 @@
 """A local stand-in for LLM providers: a real HTTP server on 127.0.0.1 speaking both wire formats.
 
 ``POST /v1/chat/completions`` answers like OpenAI's chat completions, ``POST /v1/messages`` like
-Anthropic's Messages API. Replies are scripted: each request first takes the next item of
+Anthropic's Messages API, ``POST /v1/embeddings`` like OpenAI's embeddings with a deterministic
+hashed bag of words (:func:`bag_of_words`: texts sharing word stems point the same way, so a
+paraphrase scores above unrelated text; faults apply to it too). Replies are scripted: each request first takes the next item of
 ``faults`` (a fault, or a fixed reply text), then the first rule whose marker occurs in the
 prompt, then ``default``. Every request is recorded (path, headers, body) for assertions.
 
@@ -13,12 +15,31 @@ prompt, then ``default``. Every request is recorded (path, headers, body) for as
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
 import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+DIMENSIONS = 256
+STOP = set("a an and are as at be by can do does for from how i in is it of on or the this to what when "
+           "where which who why with you your".split())
+
+
+def bag_of_words(text: str, dimensions: int = DIMENSIONS) -> list[float]:
+    """A unit vector: each word's five-letter stem hashed (sha256) into one of ``dimensions``
+    buckets, stop words left out; a text without words is the zero vector."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        if word not in STOP:
+            vector[int(hashlib.sha256(word[:5].encode()).hexdigest(), 16) % dimensions] += 1.0
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else vector
 
 
 def verdict(value: str, rationale: str = "stand-in rationale") -> str:
@@ -123,9 +144,12 @@ def _handler(standin: StandIn) -> type:
         def answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            wire = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}.get(self.path)
+            wire = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic",
+                    "/v1/embeddings": "embeddings"}.get(self.path)
             if wire is None:
                 return self.error(404, f"no route {self.path}")
+            if wire == "embeddings":
+                return self.embeddings(body)
             prompt = body["messages"][-1]["content"] if body.get("messages") else ""
             system = (body.get("system") if wire == "anthropic"
                       else next((m["content"] for m in body.get("messages", ()) if m["role"] == "system"), None))
@@ -167,5 +191,32 @@ def _handler(standin: StandIn) -> type:
                     standin.replied.append(time.time())
             except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                 pass
+
+        def embeddings(self, body: dict) -> None:
+            texts = body.get("input")
+            texts = [texts] if isinstance(texts, str) else texts
+            with standin.lock:
+                standin.requests.append({"wire": "embeddings", "headers": dict(self.headers), "body": body,
+                                         "prompt": "\n".join(texts or []), "system": None})
+            given = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            if standin.key is not None and given != standin.key:
+                return self.error(401, "invalid api key")
+            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts) or not body.get("model"):
+                return self.error(400, "model and input (a string or a list of strings) are required")
+            with standin.lock:
+                fault = standin.faults.popleft() if standin.faults else None
+            if fault is not None and isinstance(fault.kind, int):
+                headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+                return self.error(fault.kind, "scripted fault", headers)
+            if fault is not None and fault.kind == "malformed":
+                return self.send(200, b'{"data": [{"embedding": [0.1, ')
+            tokens = sum(len(t.split()) for t in texts)
+            reply = {"object": "list", "model": body["model"],
+                     "data": [{"object": "embedding", "index": i, "embedding": bag_of_words(t)}
+                              for i, t in enumerate(texts)],
+                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+            self.send(200, json.dumps(reply).encode())
+            with standin.lock:
+                standin.replied.append(time.time())
 
     return Handler

@@ -20,7 +20,7 @@ from oloproof_core.model.errors import ExitCode, OutputLost, error_line
 # so `oloproof run` imports one command module; other distributions' commands come through the
 # plugin manager.
 BUILTIN_COMMANDS = {name: f"oloproof_core.cli.{name}" for name in (
-    "cache", "cases", "compare", "diagnose", "export", "headroom", "init", "inspect", "judge", "plugins", "run",
+    "cache", "cases", "compare", "diagnose", "export", "generate", "headroom", "init", "inspect", "judge", "plugins", "run",
     "runs", "store",
 )} | {"view": "oloproof_core.viewer.command", "label": "oloproof_core.viewer.label_command"}
 

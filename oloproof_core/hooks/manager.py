@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the registries' module (attrs) is imported when a registry 
 
 GROUP = "oloproof"
 KINDS = ("systems", "evaluators", "metrics", "interventions", "slices", "stores", "artifacts", "providers",
-         "executors", "reporters", "span_mappings", "trace_receivers")
+         "executors", "reporters", "span_mappings", "trace_receivers", "generators")
 
 
 def _entry_points() -> list:

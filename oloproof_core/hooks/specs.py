@@ -196,6 +196,31 @@ def oloproof_register_providers(registry: Any) -> None:
 
 
 @hookspec
+def oloproof_register_generators(registry: Any) -> None:
+    """Add case generators that ``oloproof generate --generator NAME`` uses to write cases from a
+    corpus (``llm_generator`` is the builtin).
+
+    :param registry: call ``registry.add(name, factory, options=Options)``. The command line's
+        ``--provider``, ``--model``, ``--provider-option KEY=VALUE`` and ``--option KEY=VALUE``
+        structure into ``Options``; ``factory(options)`` returns a generator with:
+
+        - ``identity``: a dict (prompt versions and texts, provider, model, ...), recorded in every
+          case's ``metadata.synthetic`` and part of the key under which its work is resumed;
+        - ``kinds``: the question kinds it writes (``factoid``, ``two_passage``, ``paraphrased``,
+          ``unanswerable``, or its own);
+        - ``estimate(request) -> dict``: ``calls``, ``input_tokens``, ``output_tokens`` and
+          ``cost`` (None when unpriced) of one request, before anything is asked;
+        - ``generate(request) -> dict``: ``question``, ``answer`` and ``usage`` for a request
+          (``kind``, ``passages``: ``[{doc_id, chunk_id, text}]``, ``seed``); raise
+          EvaluationError when the reply cannot be used (the request is then dropped and counted);
+        - ``check(request, item) -> dict`` (optional): ``supported`` (bool), ``rationale`` and
+          ``usage``: whether the passages support the answer; an item not supported is dropped.
+
+    .. versionadded:: 0.3
+    """
+
+
+@hookspec
 def oloproof_register_commands(cli: Any) -> None:
     """Add commands to the ``oloproof`` command line.
 

@@ -5,14 +5,15 @@ The key is read from the environment variable that ``api_key_env`` names (``null
 for a local server); it is never part of the options, the identity, the store or a message.
 Timeouts, connection errors, 408, 409, 429 and 5xx are retried with exponential backoff and full
 jitter, honouring Retry-After; a request still failing makes the judgment missing
-(``provider_error: 429``). Prices per million tokens turn usage into cost. docs/judges.md.
+(``provider_error: 429``). Prices per million tokens turn usage into cost. It also serves
+embeddings (``POST {base_url}/embeddings``) for the ``similarity`` evaluator. docs/judges.md.
 """
 
 from __future__ import annotations
 
 from attrs import frozen
 
-from oloproof import EvaluationError, JsonProvider, Reply, hookimpl
+from oloproof import Embeddings, EvaluationError, JsonProvider, Reply, hookimpl, vectors_of
 
 
 @frozen(kw_only=True)
@@ -56,6 +57,16 @@ class OpenAIProvider(JsonProvider):
             raise EvaluationError("provider_error: unexpected_response") from None
         usage = data.get("usage") or {}
         return self.reply(str(text), usage.get("prompt_tokens"), usage.get("completion_tokens"))
+
+    def embed(self, texts: list[str]) -> Embeddings:
+        """One vector per text from ``/embeddings`` (an embedding model's name as ``model``)."""
+        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        data = self.post(self.options.base_url.rstrip("/") + "/embeddings",
+                         {"model": self.options.model, "input": list(texts)}, headers)
+        vectors = vectors_of(data, len(texts))
+        usage = (data.get("usage") or {}) if isinstance(data, dict) else {}
+        spent = self.reply("", usage.get("prompt_tokens"), 0).usage
+        return Embeddings(vectors=vectors, usage=spent)
 
 
 @hookimpl

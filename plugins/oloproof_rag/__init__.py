@@ -92,6 +92,7 @@ class RagSystem:
                               "Oloproof never estimates tokens",
                               fix="define count_tokens(passage) -> int on the class, or remove token_budget")
         self.instance = cls()
+        self.object = options.object
         self.name = context.name or (info.name if info else cls.__name__)
         declared = context.version or (info.version if info else "0")
         roots = [context.project_dir]
@@ -202,6 +203,15 @@ class RagSystem:
         output = self.generate(case, context)
         self.record(recorder, retrieval, context, output)
         return output
+
+    def passages(self) -> list:
+        """The index, for ``oloproof generate`` without ``--corpus``: the class's own
+        ``passages()`` (Passages or ``{doc_id, chunk_id?, text}`` dicts)."""
+        listed = getattr(self.instance, "passages", None)
+        if not callable(listed):
+            raise ConfigError(f"{self.object} has no passages() method, so its index cannot be listed",
+                              fix="define passages() returning the index's passages, or give --corpus FILE")
+        return list(listed())
 
     # -- what interventions call: every one bypasses the generate cache --------------------
 
