@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import click
 
 from oloproof_core.cli.common import config_option, echo
-from oloproof_core.hooks.specs import hookimpl
 
 
 def pairs(values: tuple[str, ...], flag: str) -> dict:
@@ -112,6 +110,8 @@ def generate(corpus: str | None, output: str, count: int, mix: str | None, gener
         raise ConfigError("no case survived the filters", where="--output",
                           fix="read the dropped counts above; try another --seed, a larger --count or another model")
     temporary = Path(output + ".partial")
+    import json
+
     temporary.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
     os.replace(temporary, output)
     share = figures["kinds"].get("unanswerable", 0) / len(cases)
@@ -147,6 +147,5 @@ def system_of(project):
     return load_system(doc, skeleton.system, project.plugins, project.dir)[0]
 
 
-@hookimpl
 def oloproof_register_commands(cli) -> None:
     cli.add_command(generate)
