@@ -284,3 +284,18 @@ def test_a_read_only_store_without_its_shm_is_read_whole_through_the_command_lin
     finally:
         os.chmod(store, 0o755)
     assert sorted(p.name for p in store.iterdir()) == before  # no -shm made, nothing written
+
+
+def test_a_database_without_the_stores_tables_is_damage(project):
+    project.cases([case(0)])
+    assert project.run("run").code == 0
+    with db(project) as con:
+        con.execute("DROP TABLE cache")
+    dropped = project.run("store", "check")
+    assert dropped.code == 2 and "Damaged: database: table cache is missing" in dropped.out, dropped
+    with db(project) as con:
+        for table in ("runs", "run_cases", "objects", "writers"):
+            con.execute(f"DROP TABLE {table}")
+    gone = project.run("store", "check")
+    assert gone.code == 2 and "Damaged: database: the file holds none of the store's tables" in gone.out, gone
+    assert gone.out.count("Damaged:") == 1

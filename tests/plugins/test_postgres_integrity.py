@@ -155,3 +155,41 @@ def test_a_damaged_schema_version_is_a_one_line_error(echo, pg_server):
         done = echo.run(*args, env=echo.env)
         assert done.code == 2 and done.err.count("\n") == 1 and "is not a version number" in done.err, done
         assert "\x1b" not in done.err
+
+
+def test_an_empty_schema_or_a_missing_table_or_version_is_damage_to_store_check(project, pg_server, pg_schema):
+    """As an empty SQLite file is: `store check` lists what is missing as damage, exit 2."""
+    env = {"OLOPROOF_DSN": pg_server.url()}
+    with open(project.root / "oloproof.yaml", "a", encoding="utf-8") as f:
+        f.write(store_block(pg_schema))
+    project.cases([case(0), case(1)])
+    absent = project.run("store", "check", env=env)  # no schema at all: never created, the usual one line
+    assert absent.code == 2 and absent.err.count("\n") == 1 and "tables do not exist" in absent.err, absent
+
+    def sql(statement: str) -> None:
+        with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+            conn.execute(statement.format(s=pg_schema))
+
+    sql("CREATE SCHEMA {s}")  # created, and empty
+    empty = project.run("store", "check", env=env)
+    assert empty.code == 2 and f"Damaged: database: schema {pg_schema} holds none of the store's tables" in empty.out, empty
+    assert "0 runs" in empty.out and empty.err == ""
+    assert project.run("store", "init", env=env).code == 0
+    assert project.run("run", env=env).code == 0
+    sql("DELETE FROM {s}.meta WHERE key = 'schema_version'")  # the version row gone: the rows are still checked
+    versionless = project.run("store", "check", env=env)
+    assert versionless.code == 2, versionless
+    assert "Damaged: database: the store's schema version is missing from its meta table" in versionless.out
+    assert "1 run (2 case records)" in versionless.out and versionless.out.count("Damaged:") == 1, versionless
+    repaired = project.run("store", "repair", env=env)
+    assert repaired.code == 2 and "Still damaged: database: the store's schema version is missing" in repaired.out, repaired
+    sql("INSERT INTO {s}.meta (key, value) VALUES ('schema_version', '3')")
+    assert project.run("store", "check", env=env).code == 0
+    sql("DROP TABLE {s}.cache")
+    dropped = project.run("store", "check", env=env)
+    assert dropped.code == 2 and f"Damaged: database: table {pg_schema}.cache is missing" in dropped.out, dropped
+    assert "Traceback" not in dropped.text and dropped.out.count("Damaged:") == 1
+    for table in ("runs", "run_cases", "objects", "writers", "meta"):
+        sql("DROP TABLE {s}." + table)
+    gone = project.run("store", "check", env=env)
+    assert gone.code == 2 and "holds none of the store's tables" in gone.out, gone
