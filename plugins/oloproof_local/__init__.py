@@ -76,6 +76,12 @@ class LocalStore(Connections, Tables, Caches, Runs, Objects):
         """Remove the damaged cache values and quarantine the damaged runs (integrity.repair_store)."""
         return repair_store(self)
 
+    def sign(self) -> dict:
+        """Sign the rows stored before the store key with it (signing.sign_store)."""
+        from .signing import sign_store
+
+        return sign_store(self)
+
 
 @hookimpl
 def oloproof_register_stores(registry):

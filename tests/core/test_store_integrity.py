@@ -299,3 +299,43 @@ def test_a_database_without_the_stores_tables_is_damage(project):
     gone = project.run("store", "check")
     assert gone.code == 2 and "Damaged: database: the file holds none of the store's tables" in gone.out, gone
     assert gone.out.count("Damaged:") == 1
+
+
+def test_store_sign_adopts_a_key_keeping_the_rows_stored_before_it(project):
+    env = {"OLOPROOF_STORE_KEY": KEY}
+    project.cases([case(0), case(1, ok=False)])
+    first = project.run("run")
+    assert first.code == 0 and project.run("run").code == 0
+    old = project.runs()
+    project.write("compare.yaml", "version: 1\nconfidence_level: 0.95\nblock_on: [FAIL]\nrules:\n"
+                  "  - {id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0}\n")
+    assert project.run("compare", old[0], old[1], "--policy", "compare.yaml").code in (0, 3)  # an object too
+    nokey = project.run("store", "sign")
+    assert nokey.code == 2 and nokey.err.count("\n") == 1 and "no store key is set" in nokey.err, nokey
+    before = project.run("store", "check", env=env)
+    assert before.code == 2 and "not signed with the store key" in before.out
+    with db(project) as con:  # a value damaged (its plain checksum no longer holds): signing is refused
+        key, value = con.execute("SELECT key, value FROM cache WHERE ns = 'execution' LIMIT 1").fetchone()
+        con.execute("UPDATE cache SET value = ? WHERE ns = 'execution' AND key = ?", (value.replace("answer", "ANSWER"), key))
+    refused = project.run("store", "sign", env=env)
+    assert refused.code == 2 and refused.err.count("\n") == 1, refused
+    assert "does not match its checksum: nothing was signed" in refused.err, refused
+    with db(project) as con:
+        assert all(not s.startswith("hmac:") for s, in con.execute("SELECT checksum FROM cache"))
+        con.execute("UPDATE cache SET value = ? WHERE ns = 'execution' AND key = ?", (value, key))
+    signed = project.run("store", "sign", env=env)
+    assert signed.code == 0, signed
+    assert "signed 2 runs, 4 cached values and 1 object with the store key" in signed.out and "No damage found" in signed.out
+    with db(project) as con:
+        sums = [r[0] for r in con.execute("SELECT checksum FROM cache UNION ALL SELECT checksum FROM run_cases "
+                                          "UNION ALL SELECT checksum FROM objects "
+                                          "UNION ALL SELECT json_extract(seal, '$.meta') FROM runs")]
+    assert sums and all(s.startswith("hmac:") for s in sums)
+    assert project.run("store", "check", env=env).code == 0
+    again = project.run("run", env=env)
+    assert again.code == 0 and "judgment 2 hit/0 miss" in again.out and "recomputed" not in again.err, again
+    shown = project.run("inspect", old[0], "--case", "c001", env=env)
+    assert shown.code == 0, shown
+    assert "signed 0 runs, 0 cached values and 0 objects" in project.run("store", "sign", env=env).out  # idempotent
+    forged = forge_judgments(project)  # after signing, the plain checksum a writer recomputes is refused again
+    assert forged == 1 and project.run("store", "check", env=env).code == 2

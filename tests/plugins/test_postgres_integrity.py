@@ -301,3 +301,27 @@ def test_a_run_whose_abort_cannot_clean_up_reports_the_first_error_and_the_next_
         assert clean.code == 0 and "Unfinished" not in clean.out and "1 run (2 case records)" in clean.out, clean
     finally:
         sql(f"DROP OWNED BY {role}", f"DROP ROLE {role}")
+
+
+def test_store_sign_adopts_a_key_keeping_the_rows_stored_before_it(echo, pg_server):
+    env = {**echo.env, "OLOPROOF_STORE_KEY": KEY}
+    echo.cases([case(0), case(1, ok=False)])
+    first = echo.run("run", env=echo.env)
+    assert first.code == 0, first
+    run_id = re.search(r"run_[0-9A-Z]{26}", first.out).group()
+    assert echo.run("store", "check", env=env).code == 2  # unsigned, with the key
+    s = echo.schema
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:  # a value damaged: nothing is signed
+        key, value = conn.execute(f"SELECT key, value FROM {s}.cache WHERE ns = 'execution' LIMIT 1").fetchone()
+        conn.execute(f"UPDATE {s}.cache SET value = %s WHERE ns = 'execution' AND key = %s", (value + " ", key))
+    refused = echo.run("store", "sign", env=env)
+    assert refused.code == 2 and refused.err.count("\n") == 1 and "nothing was signed" in refused.err, refused
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        assert not [c for c, in conn.execute(f"SELECT checksum FROM {s}.cache") if c.startswith("hmac:")]
+        conn.execute(f"UPDATE {s}.cache SET value = %s WHERE ns = 'execution' AND key = %s", (value, key))
+    signed = echo.run("store", "sign", env=env)
+    assert signed.code == 0 and "signed 1 run, 4 cached values and 0 objects" in signed.out, signed
+    assert echo.run("store", "check", env=env).code == 0
+    again = echo.run("run", env=env)
+    assert again.code == 0 and "judgment 2 hit/0 miss" in again.out and "recomputed" not in again.err, again
+    assert echo.run("inspect", run_id, "--case", "c001", env=env).code == 0
