@@ -24,7 +24,7 @@ from oloproof_core.engine.recording import (
 from oloproof_core.engine.fingerprint import project_fingerprint, reach_fingerprint
 from oloproof_core.engine.fingerprint import short as short_fingerprint
 from oloproof_core.hooks.registry import Registry
-from oloproof_core.storage.check import check_rows
+from oloproof_core.storage.check import Untrusted, check_rows, only_unsigned, resigned_run, resigned_value
 from oloproof_core.storage.runs import (
     PAGE, QUARANTINED, RunWriter, checked_case, checked_seal, checksum, damaged_run, key_needed, keyed,
     process_gone, row_checksum, seal_intact, seal_of, seal_verdict, sealed_records, shown_text, store_key, this_process,
@@ -98,6 +98,10 @@ __all__ = [
     "call_with_recorder",
     "canonical",
     "check_rows",
+    "Untrusted",
+    "only_unsigned",
+    "resigned_run",
+    "resigned_value",
     "checked_object",
     "listed_runs",
     "checksum",

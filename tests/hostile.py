@@ -99,3 +99,24 @@ def replay_judge(marker: str = "RUBRIC-MARK") -> str:
     """A rubric judge answered by the replay provider from replies.jsonl."""
     return (f'  - {{type: rubric_judge, criterion: helpful, rubric: "{marker}: is it helpful?", provider: replay, '
             'model: replay, provider_options: {file: replies.jsonl}}\n')
+
+
+# The triggers of a service gone wrong: the body a system's HTTP service answers 200 with. The
+# provider stand-in's HOSTILE (tests/provider_standin.py) holds the same for a judge's provider.
+TRIGGERS = {
+    "surrogate": b'{"answer": "ok \\ud800"}',  # a lone surrogate escape: kept, escaped, noted
+    "cut_emoji": b'{"answer": "ok cut \\ud83d"}',  # a reply cut between the halves of an emoji
+    "cut_bytes": '{"answer": "ok cut \U0001f600"}'.encode()[:-3],  # the body cut inside an emoji's bytes
+    "nan": b'{"answer": NaN}',
+    "overflow": b'{"answer": 1e400}',
+    "deep": b'{"answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "duplicate": b'{"answer": "ok", "answer": "no"}',
+    "control": b'{"answer": "ok \\u001b[2J\\u001b]0;owned\\u0007 <script>alert(1)</script> \\u0000\\u0008\\u009b"}',
+}
+
+
+def standin_judge(url: str, marker: str = "RUBRIC-MARK") -> str:
+    """A rubric judge asking the provider stand-in at ``url`` (openai wire, no key, no backoff)."""
+    return (f'  - {{type: rubric_judge, criterion: helpful, rubric: "{marker}: is it helpful?", provider: openai, '
+            f'model: standin, question_field: q, provider_options: {{base_url: "{url}", api_key_env: null, '
+            'backoff: 0.0, retries: 1}}\n')

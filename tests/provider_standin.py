@@ -5,7 +5,13 @@ Anthropic's Messages API, ``POST /v1/embeddings`` like OpenAI's embeddings with 
 hashed bag of words (:func:`bag_of_words`: texts sharing word stems point the same way, so a
 paraphrase scores above unrelated text; faults apply to it too). Replies are scripted: each request first takes the next item of
 ``faults`` (a fault, or a fixed reply text), then the first rule whose marker occurs in the
-prompt, then ``default``. Every request is recorded (path, headers, body) for assertions.
+prompt (a reply text, or a fault such as one of ``HOSTILE``), then ``default``. Every request is
+recorded (path, headers, body) for assertions.
+
+``HOSTILE`` holds the replies of a provider gone wrong, by name: a lone surrogate in the reply
+text, a reply cut in the middle of an emoji (as an escape, and as raw bytes), NaN and 1e400 for
+token counts, a body nested 100,000 deep, a duplicate key, and control characters, ESC and
+``<script>`` in the rationale.
 
     with StandIn(key="sk-test") as standin:
         standin.rules.append(("UNSUPPORTED", verdict("fail", "a claim is not in the context")))
@@ -48,15 +54,69 @@ def verdict(value: str, rationale: str = "stand-in rationale") -> str:
 
 class Fault:
     """One scripted answer: an HTTP status (``429``, ``500``), ``"malformed"`` JSON, ``"empty"``
-    (valid JSON of the wrong shape), ``"slow"`` (sleep ``seconds``, then answer normally), or
-    ``"text"`` (a fixed reply ``text``)."""
+    (valid JSON of the wrong shape), ``"slow"`` (sleep ``seconds``, then answer normally),
+    ``"text"`` (a fixed reply ``text``), or ``"raw"``: the reply's JSON text as ``body`` gives it,
+    ``{text}``, ``{in}`` and ``{out}`` replaced by the JSON of the reply text and the token counts
+    (``body`` may also be a function of the wire, ``"openai"`` or ``"anthropic"``, returning bytes)."""
 
-    def __init__(self, kind: int | str, seconds: float = 0.0, *, retry_after: str | None = None, text: str = ""):
-        self.kind, self.seconds, self.retry_after, self.text = kind, seconds, retry_after, text
+    def __init__(self, kind: int | str, seconds: float = 0.0, *, retry_after: str | None = None, text: str = "",
+                 body=None):
+        self.kind, self.seconds, self.retry_after, self.text, self.body = kind, seconds, retry_after, text, body
 
 
 def reply_text(text: str) -> Fault:
     return Fault("text", text=text)
+
+
+def raw_reply(wire: str, text: str = "{text}", tokens_in: str = "{in}", tokens_out: str = "{out}",
+              extra: str = "") -> str:
+    """A reply's JSON text with its parts given as JSON texts, so they may be what no JSON writer
+    makes (NaN, 1e400, a lone surrogate escape, a key twice)."""
+    if wire == "openai":
+        return ('{"id": "chatcmpl-standin", "object": "chat.completion", "choices": [{"index": 0, '
+                f'"finish_reason": "stop", "message": {{"role": "assistant", "content": {text}}}}}], "usage": '
+                f'{{"prompt_tokens": {tokens_in}, "completion_tokens": {tokens_out}}}{extra}}}')
+    return ('{"id": "msg_standin", "type": "message", "role": "assistant", "content": [{"type": "text", '
+            f'"text": {text}}}], "stop_reason": "end_turn", "usage": {{"input_tokens": {tokens_in}, '
+            f'"output_tokens": {tokens_out}}}{extra}}}')
+
+
+def _deep(wire: str) -> str:
+    return raw_reply(wire, extra=', "trace": ' + "[" * 100_000 + "]" * 100_000)
+
+
+def _cut_bytes(wire: str) -> bytes:
+    """The body cut by the server in the middle of an emoji's four UTF-8 bytes."""
+    text = json.dumps(json.dumps({"verdict": "pass", "rationale": "fine \U0001f600 end"}, ensure_ascii=False),
+                      ensure_ascii=False)
+    whole = raw_reply(wire, text=text, tokens_in="100", tokens_out="20").encode()
+    return whole[:whole.index("\U0001f600".encode()) + 2]
+
+
+def _duplicate(wire: str) -> str:
+    """The reply text twice, a failing verdict first: a lenient reader keeps the last."""
+    first = json.dumps(verdict("fail", "the first"))
+    return raw_reply(wire, text=f'{first}, {json.dumps("content" if wire == "openai" else "text")}: {{text}}')
+
+
+def _text(text: str):
+    return lambda wire: raw_reply(wire, text=json.dumps(text))
+
+
+HOSTILE = {
+    # the reply text itself holds a lone surrogate (a JSON escape the server sent)
+    "surrogate": Fault("raw", body=_text(verdict("pass", "kept") + " \ud800")),
+    # the verdict's rationale ends in the first half of an emoji, as a reply cut at a token limit
+    "cut_emoji": Fault("raw", body=_text(json.dumps({"verdict": "pass", "rationale": "cut in an emoji \ud83d"},
+                                                    ensure_ascii=False))),
+    "cut_bytes": Fault("raw", body=_cut_bytes),
+    "nan": Fault("raw", body=lambda wire: raw_reply(wire, tokens_in="NaN")),
+    "overflow": Fault("raw", body=lambda wire: raw_reply(wire, tokens_out="1e400")),
+    "deep": Fault("raw", body=_deep),
+    "duplicate": Fault("raw", body=_duplicate),
+    "control": Fault("raw", body=_text(verdict("pass", "\x1b[2J\x1b]0;owned\x07 <script>alert(1)</script> "
+                                                       "\x00\x08\x0c\x7f\x9b\u202e"))),
+}
 
 
 class StandIn:
@@ -108,7 +168,7 @@ class StandIn:
             return None, fault.text
         for marker, text in self.rules:
             if marker in prompt:
-                return fault, text
+                return (text, self.default) if isinstance(text, Fault) and fault is None else (fault, text)
         return fault, self.default
 
 
@@ -174,6 +234,12 @@ def _handler(standin: StandIn) -> type:
                 if fault.kind == "slow":
                     time.sleep(fault.seconds)
             tokens_in, tokens_out = standin.usage
+            if fault is not None and fault.kind == "raw":
+                body = fault.body(wire) if callable(fault.body) else fault.body
+                if isinstance(body, str):
+                    body = (body.replace("{text}", json.dumps(text)).replace("{in}", str(tokens_in))
+                            .replace("{out}", str(tokens_out)).encode())
+                return self.send(200, body)
             if wire == "openai":
                 reply = {"id": "chatcmpl-standin", "object": "chat.completion", "model": body.get("model"),
                          "choices": [{"index": 0, "finish_reason": "stop",

@@ -1,4 +1,4 @@
-"""`oloproof store`: create, migrate, copy and check a store."""
+"""`oloproof store`: create, migrate, copy, check, repair and sign a store."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from oloproof_core.workflows.project import Project
 
 @click.group()
 def store() -> None:
-    """Create, migrate, check, repair and copy the project's store."""
+    """Create, migrate, check, repair, sign and copy the project's store."""
 
 
 @store.command("init")
@@ -122,6 +122,33 @@ def repair(config: str | None, store_spec: str | None) -> None:
     lines.append(f"{len(left)} damaged" if left else "No damage left")
     echo(lines)
     sys.exit(int(ExitCode.USAGE if left else ExitCode.OK))
+
+
+@store.command()
+@config_option
+@store_option
+def sign(config: str | None, store_spec: str | None) -> None:
+    """Sign the rows stored before the store key was set (OLOPROOF_STORE_KEY or .oloproof/key)
+    with it, so that adopting a key keeps the runs and cached values already stored. Refused
+    unless `store check` with the key finds nothing but unsigned rows. Exit 0 when done."""
+    store = Project(config, store_spec, existing=True).store
+    signer = getattr(store, "sign", None)
+    if signer is None:
+        raise OloproofError("this store cannot sign its rows with a store key", fix="use the local or postgres store")
+    done = signer()
+
+    def n(count: int, noun: str) -> str:
+        return f"{count} {noun}" + ("" if count == 1 else "s")
+
+    after = done["after"]
+    lines = [f"Store {done['store']}: signed {n(done['runs'], 'run')}, {n(done['cache'], 'cached value')} and "
+             f"{n(done['objects'], 'object')} with the store key"]
+    if after["counts"].get("unverified"):
+        lines.append(f"Unverified: {after['counts']['unverified']}, stored before checksums existed (left as they were)")
+    lines += [f"Still damaged: {problem}" for problem in after["problems"]]
+    lines.append(f"{len(after['problems'])} damaged" if after["problems"] else "No damage found")
+    echo(lines)
+    sys.exit(int(ExitCode.USAGE if after["problems"] else ExitCode.OK))
 
 
 def oloproof_register_commands(cli) -> None:

@@ -262,10 +262,13 @@ class JsonProvider:
             else:
                 status = response.status_code
                 if 200 <= status < 300:
-                    try:
-                        return response.json()
-                    except ValueError:  # a reply was made (and maybe billed): not sent again
-                        raise EvaluationError("provider_error: invalid_json") from None
+                    from oloproof_core.model.untrusted import is_refusal, strict_json
+
+                    try:  # strictly: NaN, 1e400, a duplicate key or deep nesting is this judgment's error
+                        return strict_json(response.content)
+                    except ValueError as exc:  # a reply was made (and maybe billed): not sent again
+                        why = f": {exc}" if is_refusal(exc) else ""
+                        raise EvaluationError(f"provider_error: invalid_json{why}") from None
                 if status not in RETRIED and status < 500:  # the same request would fail the same way
                     raise EvaluationError(f"provider_error: {status}")
                 problem, wait = f"provider_error: {status}", retry_after(response.headers)

@@ -3,10 +3,13 @@ counted and listed (a store's ``check()`` calls :func:`check_rows` with its raw 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
-from oloproof_core.storage.checksums import QUARANTINED, keyed, shown_text, valid_run_id, verdict
-from oloproof_core.storage.runs import seal_of, seal_verdict
+from oloproof_core.storage.checksums import QUARANTINED, checksum, keyed, shown_text, valid_run_id, verdict
+from oloproof_core.storage.runs import row_checksum, seal_of, seal_verdict
+
+UNSIGNED = "it is not signed with the store key"  # a problem's end: a plain checksum where a key is set
 
 
 def check_rows(runs: Iterable[tuple[str, str, str, str | None, Iterable]], cache: Iterable[tuple[str, str, str, str | None]],
@@ -24,7 +27,7 @@ def check_rows(runs: Iterable[tuple[str, str, str, str | None, Iterable]], cache
     counts = {"runs": 0, "cases": 0, "cache": 0, "objects": 0, "unverified": 0, "quarantined": 0}
     bad_runs: list = [] if detail is None else detail.setdefault("runs", [])
     bad_cache: list = [] if detail is None else detail.setdefault("cache", [])
-    unsigned_note = "it is not signed with the store key"
+    unsigned_note = UNSIGNED
     for run_id, header, summary, seal, rows in runs:
         if isinstance(run_id, str) and run_id.startswith(QUARANTINED):
             counts["quarantined"] += 1
@@ -73,3 +76,53 @@ def check_rows(runs: Iterable[tuple[str, str, str, str | None, Iterable]], cache
             problem = unsigned_note if found_sum == "unsigned" else "its record does not match its checksum"
             problems.append(f"{shown_text(kind, 40)} {shown_text(object_id)}: {problem}")
     return counts, problems
+
+
+
+def only_unsigned(problems: list[str], where: str) -> None:
+    """``store sign``'s precondition: of what ``check()`` found with the key, nothing but rows that
+    are not signed with it. Raises the error naming the first other problem."""
+    from oloproof_core.model.errors import OloproofError
+
+    others = [problem for problem in problems if not problem.endswith(UNSIGNED)]
+    if others:
+        raise OloproofError(f"the store is damaged besides its unsigned rows ({len(others)} damaged, the first: "
+                            f"{others[0]}): nothing was signed", where=where,
+                            fix="run `oloproof store check` to see them and `oloproof store repair` to set them aside, "
+                                "then sign again")
+
+
+class Untrusted(ValueError):
+    """A row ``store sign`` found damaged as it re-signed it (written since its check)."""
+
+
+def resigned_value(stored: str | None, parts: tuple[str, ...], key: bytes) -> str | None:
+    """The keyed checksum of a cache value or object whose plain checksum holds; None when there
+    is nothing to sign (already keyed, or stored before checksums). Raises :class:`Untrusted`
+    when the plain checksum does not hold, or a keyed one does not."""
+    found = verdict(stored, parts, key)
+    if found in ("ok", "unverified"):
+        return None
+    if found == "unsigned" and verdict(stored, parts, None) == "ok":
+        return checksum(*parts, key=key)
+    raise Untrusted(f"{shown_text(parts[0], 40)} {shown_text(parts[1], 16)}")
+
+
+def resigned_run(run_id: str, header: str, summary: str, seal: str | None, rows: list[tuple[int, str, str]],
+                 key: bytes) -> tuple[str, list[tuple[int, str]]] | None:
+    """A run with a plain seal that holds (its header, summary and case rows ``(idx, case_id,
+    record)``, in order), signed: its keyed seal text and each row's keyed checksum ``(idx,
+    checksum)``. None when there is nothing to sign (a keyed seal, no seal, a quarantined run).
+    Raises :class:`Untrusted` when the plain seal does not hold."""
+    if run_id.startswith(QUARANTINED):
+        return None
+    found, _ = seal_verdict(header, summary, seal, key, run_id)
+    if found in ("ok", "unverified"):
+        return None
+    plain = seal_verdict(header, summary, seal, None, run_id)[1]
+    if found != "unsigned" or plain is None or not valid_run_id(run_id) \
+            or {k: plain.get(k) for k in ("cases", "digest")} != {k: v for k, v in seal_of("", "", rows).items()
+                                                                 if k in ("cases", "digest")}:
+        raise Untrusted(f"run {shown_text(run_id)}")
+    signed = seal_of(header, summary, rows, key, run_id)
+    return json.dumps(signed), [(idx, row_checksum(idx, case_id, record, key)) for idx, case_id, record in rows]

@@ -60,6 +60,7 @@ class LocalStore(Connections, Tables, Caches, Runs, Objects):
         # integrity columns, or NULL where a store opened read-only was made before them
         self.seal, self.case_sum, self.cache_sum, self.object_sum = "seal", "checksum", "checksum", "checksum"
         self.writers = True  # the writers table is there (a store made before it, opened read-only: not)
+        self.missing: list[str] = []  # the store's tables a non-empty database file lacks (read-only)
 
     @property
     def shown(self) -> str:
@@ -74,6 +75,12 @@ class LocalStore(Connections, Tables, Caches, Runs, Objects):
     def repair(self) -> dict:
         """Remove the damaged cache values and quarantine the damaged runs (integrity.repair_store)."""
         return repair_store(self)
+
+    def sign(self) -> dict:
+        """Sign the rows stored before the store key with it (signing.sign_store)."""
+        from .signing import sign_store
+
+        return sign_store(self)
 
 
 @hookimpl

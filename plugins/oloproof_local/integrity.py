@@ -8,6 +8,7 @@ from typing import Any
 from oloproof import PAGE, QUARANTINED, check_rows, checksum, process_gone, shown_text
 
 from .keys import key_text
+from .schema import COLUMNS
 
 __all__ = ["check_store", "checksum", "repair_store"]
 
@@ -26,10 +27,14 @@ def check_store(store: Any, detail: dict | None = None) -> dict:
     of a run begun and never finished, which no reader sees (not damage). A row whose text is not
     UTF-8 is read as bytes (and fails its checksum): every damaged row is listed."""
     problems = []
-    if store.path.exists() and store.path.stat().st_size == 0:
-        problems.append("database: the file is empty (0 bytes): whatever it held is lost")
     with store._guard(), store._lock:
         verdict = [r[0] for r in store.db.execute("PRAGMA integrity_check").fetchall()]
+        if store.path.exists() and store.path.stat().st_size == 0:
+            problems.append("database: the file is empty (0 bytes): whatever it held is lost")
+        elif store.missing:  # read-only, a database without the store's tables reads as empty: say why
+            problems += (["database: the file holds none of the store's tables: whatever it held is lost"]
+                         if len(store.missing) == len(COLUMNS) else
+                         [f"database: table {table} is missing" for table in store.missing])
         problems += [f"database: {line}" for line in verdict[:10]] if verdict != ["ok"] else []
 
         def rows(run_id: str):

@@ -95,6 +95,7 @@ class Tables:
             db = self._open_unwritable(uri)
         present = {table: {row[1] for row in db.execute(f"PRAGMA table_info({table})")} for table in COLUMNS}
         if not all(present.values()):  # a database without our tables: nothing we know is stored in it
+            self.missing = [table for table, columns in present.items() if not columns]
             db.close()
             return self._open_read_only_empty()
         # a store made before the integrity columns (and not written since) reads as unverified

@@ -7,6 +7,8 @@ import contextlib
 
 from oloproof import QUARANTINED, check_rows, shown_text
 
+from .schema import damage
+
 
 class Check:
     """Verifying everything stored (a part of ``PostgresStore``)."""
@@ -14,7 +16,16 @@ class Check:
     def check(self, detail: dict | None = None) -> dict:
         """Verify everything stored, in one snapshot, streamed: the counts, one line a problem, and
         the runs begun and not finished (not damage: ``writing`` when their writer's process still
-        holds its lock, else removed by the next run begun in the store)."""
+        holds its lock, else removed by the next run begun in the store). A schema without the
+        store's tables, a table missing or a damaged schema version is damage too (``database: ...``)."""
+        with self._connect() as conn, self._guard():
+            broken, readable = damage(conn, self.options.schema)
+        if broken and not readable:
+            counts = {"runs": 0, "cases": 0, "cache": 0, "objects": 0, "unverified": 0}
+            return {"store": self.shown, "counts": counts, "problems": broken, "unfinished": []}
+        if broken and self._pool is None:  # every table there, its version row damaged: check the rows
+            with self._open_lock:
+                self._pool = self._pool or self._make_pool()
         with self._conn() as conn, self._guard(), contextlib.ExitStack() as cursors:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
@@ -56,7 +67,7 @@ class Check:
         if detail is not None:
             detail["orphans"] = orphans
         counts["unfinished"] = len(unfinished)
-        return {"store": self.shown, "counts": counts, "problems": problems, "unfinished": unfinished}
+        return {"store": self.shown, "counts": counts, "problems": broken + problems, "unfinished": unfinished}
 
     def _writer_gone(self, conn, run_id: str) -> bool:
         """Whether no process holds the run's writer lock (taken and released in this transaction)."""
@@ -80,6 +91,7 @@ class Check:
                 conn.execute(f"DELETE FROM {s}.run_cases c WHERE run_id = %s AND NOT EXISTS "
                              f"(SELECT 1 FROM {s}.writers w WHERE w.run_id = c.run_id)", (run_id,))
 
-        self._write(work)
+        if detail.get("cache") or detail.get("runs") or detail.get("orphans"):
+            self._write(work)
         return {"store": self.shown, "cache": len(detail.get("cache", [])), "runs": list(detail.get("runs", [])),
                 "orphans": len(detail.get("orphans", [])), "before": before, "after": self.check()}

@@ -94,3 +94,29 @@ def migrate(conn, schema: str, where: str, *, create: bool, target: int = VERSIO
             conn.execute(MIGRATIONS[version - 1].format(s=f'"{schema}"'))
             conn.execute(f'UPDATE "{schema}".meta SET value = %s WHERE key = %s', (str(version), "schema_version"))
         return found, max(start, target)
+
+
+TABLES = ("meta", "runs", "run_cases", "cache", "objects", "writers")  # the tables of this version
+
+
+def damage(conn, schema: str) -> tuple[list[str], bool]:
+    """What ``oloproof store check`` reports of the schema itself, as the local store reports an
+    empty file: a schema holding none of the store's tables, a table missing, a schema version
+    missing or not a number. Returns the problems and whether the rows can still be checked (every
+    table there). A schema that does not exist at all is left to :func:`require`'s error."""
+    if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None:
+        return [], True
+    present = {row[0] for row in conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relkind IN ('r', 'p')", (schema,))}
+    missing = [table for table in TABLES if table not in present]
+    if len(missing) == len(TABLES):
+        return [f"database: schema {schema} holds none of the store's tables: whatever it held is lost, or "
+                "`oloproof store init` never ran on it"], False
+    problems = [f"database: table {schema}.{table} is missing" for table in missing]
+    if "meta" in present:
+        try:
+            current(conn, schema)
+        except OloproofError as exc:
+            problems.append(f"database: {exc.problem}")
+    return problems, not missing

@@ -203,3 +203,139 @@ def test_a_read_only_store_without_its_shm_reads_its_wal_through_a_private_copy(
     assert reader.resolve_run("latest") == "run_01ZZZ0000000000000000000Z9"
     assert reader._copy and str(frozen) not in reader._copy
     assert not (frozen / ".oloproof" / "store.db-shm").exists()
+
+
+def unprivileged(argv: list[str]) -> list[str]:
+    """``argv`` run so that it may not write a folder it does not own the write bit of: as root,
+    without the capabilities that let root write anywhere (setpriv); otherwise as it is."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return argv
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: a folder cannot be made unwritable to the command")
+    caps = "-dac_override,-dac_read_search,-fowner,-linux_immutable"
+    return ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", *argv]
+
+
+@pytest.mark.slow
+def test_a_read_only_store_without_its_shm_is_read_whole_through_the_command_line(project, tmp_path):
+    """The same store as it is on a read-only mount or in a folder of another user, read by the
+    real commands: `runs`, `inspect latest`, `store check` and the viewer all see the newest run,
+    which only the -wal file holds, and nothing is written into the folder."""
+    import os
+    import re
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    project.cases([case(0)])
+    assert project.run("run").code == 0
+    keep = sqlite3.connect(project.root / ".oloproof" / "store.db")  # a reader holds the WAL open
+    keep.execute("PRAGMA wal_autocheckpoint=0")
+    keep.execute("SELECT count(*) FROM runs").fetchone()
+    newest = project.run("run")
+    assert newest.code == 0, newest
+    newest = re.search(r"run_[0-9A-Z]{26}", newest.out).group()
+    frozen = tmp_path / "frozen"
+    shutil.copytree(project.root, frozen, ignore=shutil.ignore_patterns("store.db-shm", "__pycache__", "frozen"))
+    keep.close()
+    store = frozen / ".oloproof"
+    assert (store / "store.db-wal").stat().st_size > 0 and not (store / "store.db-shm").exists()
+    alone = sqlite3.connect(f"{(store / 'store.db').as_uri()}?immutable=1", uri=True)
+    assert newest not in [r[0] for r in alone.execute("SELECT id FROM runs")]  # the main file alone is stale
+    alone.close()
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def olo_ro(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(unprivileged([sys.executable, "-m", "oloproof", *args]), cwd=frozen, env=env,
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    before = sorted(p.name for p in store.iterdir())
+    os.chmod(store, 0o555)
+    try:
+        probe = olo_ro("--version")
+        assert probe.returncode == 0, probe
+        denied = subprocess.run(unprivileged(["touch", str(store / "probe")]), capture_output=True)
+        assert denied.returncode != 0, "the folder is writable to the command: the test would prove nothing"
+        listed = olo_ro("runs")
+        assert listed.returncode == 0 and newest in listed.stdout and listed.stdout.count("run_") == 2, listed
+        latest = olo_ro("inspect", "latest")
+        assert latest.returncode == 0 and latest.stdout.startswith(f"Run {newest} "), latest
+        checked = olo_ro("store", "check")
+        assert checked.returncode == 0 and "2 runs (2 case records)" in checked.stdout, checked
+        viewer = subprocess.Popen(unprivileged([sys.executable, "-m", "oloproof", "view", "--port", "0"]), cwd=frozen,
+                                  env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        try:
+            line = viewer.stdout.readline()
+            port = re.search(r"http://\S+:(\d+)/", line)
+            assert port, (line, viewer.stderr.read() if viewer.poll() is not None else "")
+            with urllib.request.urlopen(f"http://127.0.0.1:{port.group(1)}/", timeout=30) as page:
+                assert page.status == 200 and newest in page.read().decode("utf-8")
+        finally:
+            viewer.send_signal(signal.SIGINT)
+            assert viewer.wait(timeout=30) == 0
+            viewer.stdout.close()
+            viewer.stderr.close()
+    finally:
+        os.chmod(store, 0o755)
+    assert sorted(p.name for p in store.iterdir()) == before  # no -shm made, nothing written
+
+
+def test_a_database_without_the_stores_tables_is_damage(project):
+    project.cases([case(0)])
+    assert project.run("run").code == 0
+    with db(project) as con:
+        con.execute("DROP TABLE cache")
+    dropped = project.run("store", "check")
+    assert dropped.code == 2 and "Damaged: database: table cache is missing" in dropped.out, dropped
+    with db(project) as con:
+        for table in ("runs", "run_cases", "objects", "writers"):
+            con.execute(f"DROP TABLE {table}")
+    gone = project.run("store", "check")
+    assert gone.code == 2 and "Damaged: database: the file holds none of the store's tables" in gone.out, gone
+    assert gone.out.count("Damaged:") == 1
+
+
+def test_store_sign_adopts_a_key_keeping_the_rows_stored_before_it(project):
+    env = {"OLOPROOF_STORE_KEY": KEY}
+    project.cases([case(0), case(1, ok=False)])
+    first = project.run("run")
+    assert first.code == 0 and project.run("run").code == 0
+    old = project.runs()
+    project.write("compare.yaml", "version: 1\nconfidence_level: 0.95\nblock_on: [FAIL]\nrules:\n"
+                  "  - {id: ni, metric: answer_correct, kind: non-inferiority, margin: 5.0}\n")
+    assert project.run("compare", old[0], old[1], "--policy", "compare.yaml").code in (0, 3)  # an object too
+    nokey = project.run("store", "sign")
+    assert nokey.code == 2 and nokey.err.count("\n") == 1 and "no store key is set" in nokey.err, nokey
+    before = project.run("store", "check", env=env)
+    assert before.code == 2 and "not signed with the store key" in before.out
+    with db(project) as con:  # a value damaged (its plain checksum no longer holds): signing is refused
+        key, value = con.execute("SELECT key, value FROM cache WHERE ns = 'execution' LIMIT 1").fetchone()
+        con.execute("UPDATE cache SET value = ? WHERE ns = 'execution' AND key = ?", (value.replace("answer", "ANSWER"), key))
+    refused = project.run("store", "sign", env=env)
+    assert refused.code == 2 and refused.err.count("\n") == 1, refused
+    assert "does not match its checksum: nothing was signed" in refused.err, refused
+    with db(project) as con:
+        assert all(not s.startswith("hmac:") for s, in con.execute("SELECT checksum FROM cache"))
+        con.execute("UPDATE cache SET value = ? WHERE ns = 'execution' AND key = ?", (value, key))
+    signed = project.run("store", "sign", env=env)
+    assert signed.code == 0, signed
+    assert "signed 2 runs, 4 cached values and 1 object with the store key" in signed.out and "No damage found" in signed.out
+    with db(project) as con:
+        sums = [r[0] for r in con.execute("SELECT checksum FROM cache UNION ALL SELECT checksum FROM run_cases "
+                                          "UNION ALL SELECT checksum FROM objects "
+                                          "UNION ALL SELECT json_extract(seal, '$.meta') FROM runs")]
+    assert sums and all(s.startswith("hmac:") for s in sums)
+    assert project.run("store", "check", env=env).code == 0
+    again = project.run("run", env=env)
+    assert again.code == 0 and "judgment 2 hit/0 miss" in again.out and "recomputed" not in again.err, again
+    shown = project.run("inspect", old[0], "--case", "c001", env=env)
+    assert shown.code == 0, shown
+    assert "signed 0 runs, 0 cached values and 0 objects" in project.run("store", "sign", env=env).out  # idempotent
+    forged = forge_judgments(project)  # after signing, the plain checksum a writer recomputes is refused again
+    assert forged == 1 and project.run("store", "check", env=env).code == 2
