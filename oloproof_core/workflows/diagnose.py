@@ -238,6 +238,9 @@ class Diagnosis:
                 cases_out.append({"id": r["id"], "label": "UNRESOLVED", "reason": "intervention_unsupported",
                                   "strength": "none", "position": _position(seen.position), "evidence": seen.state})
         elif selected:
+            prepare = getattr(intervention, "prepare", None)  # an intervention that reads the run first
+            if prepare is not None:
+                self.options.update(prepare(self.store.run_cases(self.run_id)) or {})
             run_id, passes, replayed = self.child_run(intervention.label, intervention, selected, "apply")
             control_id, control_passes, _ = self.child_run(intervention.control_label, intervention, selected,
                                                            "control")

@@ -80,6 +80,9 @@ class Headroom(Diagnosis):
                 rows.append(row)
                 continue
             self.options = dict(options)  # what an executor's workers rebuild the intervention from
+            prepare = getattr(made, "prepare", None)  # an intervention that reads the run first (distractors)
+            if prepare is not None:
+                self.options.update(prepare(self.records) or {})
             control_role = f"{made.control_label} of {made.label}"
             run_id, _, _ = self.child_run(made.label, made, eligible, "apply")
             applied = self.pending[-1][1]
