@@ -46,10 +46,16 @@ def headroom_lines(object_id: str, record: dict) -> list[str]:
     broken cases, what was not run, the candidate-experiment wording, the ids."""
     unit = "paired clusters" if record["unit"] == "clusters" else "paired cases"
     trials = f"; a case's value is its mean over its {record['trials']} trials" if record["trials"] > 1 else ""
+    sequential = record.get("sequential")
     lines = [f"Headroom on {record['criterion']}: {record['cases']} cases of {record['run']}, each intervention "
              "beside its own control (observed; no population claim)",
              f"Ranked by the lower bound of the gain: the paired difference against the control, "
              f"{pct(record['confidence_level'])} interval over {unit}{trials}"]
+    if sequential:
+        margin = sequential.get("margin")
+        lines.append(f"Until decided: cases in an order drawn from seed {sequential['seed']}, looked at every "
+                     f"{sequential['batch']}; each intervention stops once its interval (a confidence sequence, valid "
+                     "at every look) excludes zero" + (f" or lies below +{margin * 100:.1f} points" if margin else ""))
     header = ["rank", "intervention", "difference", "interval", unit.split()[1], "fixed", "broken",
               "calls (+ control)", "context tokens (vs control)"]
     ranked = [r for r in record["rows"] if (r.get("paired") or {}).get("low") is not None]
@@ -64,6 +70,14 @@ def headroom_lines(object_id: str, record: dict) -> list[str]:
             lines.append(f"Not run under {row['label']}: {len(row['not_run'])} cases, no_gold_context")
         if not row["supported"]:
             lines.append(f"Not run under {row['label']}: the system is not staged, so no case was re-executed")
+        stopped = row.get("stopped")
+        if stopped:
+            why = {"interval_excludes_zero": "its interval excludes zero",
+                   "interval_below_margin": "its interval lies below the margin"}.get(stopped["reason"])
+            lines.append(f"Stopped under {row['label']}: after {stopped['after']} of {stopped['of']} cases "
+                         f"({stopped['looks']} looks), {why}" if why else
+                         f"Stopped under {row['label']}: never; all {stopped['of']} cases ran "
+                         f"({stopped['looks']} looks) and the interval decided nothing")
     if any(r["intervention"] == "gold-context" and "paired" in r for r in record["rows"]):
         lines.append(f"Note: {GOLD_NOTE}.")
     above = [r["label"] for r in ranked if r["paired"]["low"] > 0]

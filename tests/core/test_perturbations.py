@@ -5,6 +5,7 @@ for some questions, and a model that fails on long contexts for others."""
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 
@@ -129,3 +130,47 @@ def test_bad_options_stop_before_anything_runs(tmp_path, args, expected):
     result = project.run("headroom", run_id, *args, "--criterion", "answer_correct")
     assert result.code == 2 and expected in result.err, result
     assert project.runs() == before
+
+
+@pytest.mark.slow  # a run of 40 cases and two sequential interventions
+def test_until_decided_stops_each_intervention_at_the_first_look_that_decides(tmp_path):
+    """--until-decided: the cases run in a seeded order, looked at every batch; an intervention stops
+    at the first look where the paired interval (compare's betting interval, a confidence sequence)
+    excludes zero or lies below the margin. Recomputed here from the stored child runs, look by look."""
+    from oloproof_core.statistics.intervals import paired_difference
+
+    project = Project(tmp_path)
+    project.write("app.py", APP)
+    project.write("oloproof.yaml", CONFIG)
+    ranked = [f"ranked_{i:02d}" for i in range(24)]
+    project.cases([case(i, ["f1", "f2", "ans"]) for i in ranked] + [case(f"ok_{i:02d}", ["ans", "f1"]) for i in range(16)])
+    run_id = run_id_of(project.run("run"))
+    result = project.run("headroom", run_id, "--intervention", "top-k", "--top-k", "3", "--intervention", "shuffle",
+                         "--criterion", "answer_correct", "--until-decided", "--batch", "5", "--margin", "40",
+                         "--format", "json")
+    assert result.code == 0, result
+    doc = json.loads(result.out)
+    assert doc["sequential"] == {"seed": 0, "batch": 5, "margin": 0.4}
+    rows = {r["intervention"]: r for r in doc["rows"]}
+    expected = {"top-k": "interval_excludes_zero", "shuffle": "interval_below_margin"}
+    for name, row in rows.items():
+        stopped = row["stopped"]
+        assert stopped["reason"] == expected[name] and stopped["after"] < 40 and stopped["of"] == 40, row
+        applied, control = child_records(project, row["run"]), child_records(project, row["control_run"])
+        assert len(applied) == len(control) == stopped["after"] == row["cost"]["calls"]
+        with sqlite3.connect(project.root / ".oloproof" / "store.db") as db:  # stored in the order they ran
+            order = [r[0] for r in db.execute("SELECT case_id FROM run_cases WHERE run_id = ? ORDER BY idx",
+                                              (row["run"],))]
+        assert sorted(order) == sorted(applied)
+        x = [applied[i]["judgments"]["answer_correct"]["value"] for i in order]
+        y = [control[i]["judgments"]["answer_correct"]["value"] for i in order]
+        for look in range(1, stopped["looks"] + 1):
+            diff, low, high = paired_difference(x[:5 * look], y[:5 * look], 0.95)
+            decided = low > 0 or high < 0 or high < 0.4
+            assert decided == (look == stopped["looks"]), (name, look, low, high)
+        assert (row["paired"]["low"], row["paired"]["high"]) == paired_difference(x, y, 0.95)[1:]
+    text = project.run("inspect", doc["id"]).out
+    assert f"Stopped under top-k 3: after {rows['top-k']['stopped']['after']} of 40 cases" in text, text
+    assert "its interval excludes zero" in text and "its interval lies below the margin" in text
+    refused = project.run("headroom", run_id, "--intervention", "shuffle", "--margin", "5", "--criterion", "answer_correct")
+    assert refused.code == 2 and "--margin applies to --until-decided only" in refused.err, refused
