@@ -42,12 +42,14 @@ def options_for(entry, given: dict) -> dict:
 @click.option("--batch", type=int, default=10, show_default=True, help="With --until-decided: cases between looks.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="With --until-decided: the seed of the order the cases run in.")
+@click.option("--markdown", metavar="FILE", default=None, help="Also write the headroom as Markdown to FILE.")
 @format_option
 @config_option
 @store_option
 def headroom(run_id: str, names: tuple[str, ...], criterion: str, top_k: int | None, token_budget: int | None,
              reranker: str | None, extra: tuple[str, ...], confidence: float, until_decided: bool,
-             margin: float | None, batch: int, seed: int, fmt: str, config: str | None, store_spec: str | None) -> None:
+             margin: float | None, batch: int, seed: int, markdown: str | None, fmt: str, config: str | None,
+             store_spec: str | None) -> None:
     """Re-execute every case of RUN_ID under each intervention, beside its control, and rank the
     interventions by the lower bound of their paired gain on the criterion."""
     from oloproof_core.outputs.headroom import headroom_document, summary_lines
@@ -63,6 +65,10 @@ def headroom(run_id: str, names: tuple[str, ...], criterion: str, top_k: int | N
                           fix="write --margin 5")
     sequential = {"seed": seed, "batch": batch, "margin": None if margin is None else margin / 100} \
         if until_decided else None
+    if markdown:
+        from oloproof_core.config.files import regular_target
+
+        regular_target(markdown, "--markdown")  # refused before anything is re-executed
     project, run_id, suite = run_suite(run_id, config, store_spec)
     interventions = project.plugins.interventions
     entries = {name: interventions.get(name) for name in dict.fromkeys(names)}  # unknown names stop first
@@ -79,6 +85,11 @@ def headroom(run_id: str, names: tuple[str, ...], criterion: str, top_k: int | N
         made.append((build_intervention(project.plugins, name, options), options))
     measured = Headroom(suite, project.plugins, project.store, run_id, criterion, confidence, sequential)
     object_id, record = measured.measure(made)
+    if markdown:
+        from oloproof_core.outputs import write_text
+        from oloproof_core.outputs.headroom import headroom_markdown
+
+        write_text(markdown, headroom_markdown(object_id, record))
     if fmt == "json":
         from oloproof_core.outputs import to_json
 

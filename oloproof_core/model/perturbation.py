@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from oloproof_core.model.errors import ArtifactError, CaseMissing
-from oloproof_core.model.records import Case, Context, ContextItem
+from oloproof_core.model.records import Case, Context, ContextItem, Passage
 from oloproof_core.model.retrieval import relevant_units, unit_key, whole_documents
 
 
@@ -81,6 +81,13 @@ class Perturbation:
         changed = self.perturb(case, recorded_context(case, record))
         if not isinstance(changed, Context):
             raise ArtifactError(f"{self.name}: perturb returned {type(changed).__name__}, not a Context")
+        count = getattr(system, "tokens", None)  # a staged system's own count_tokens, for what changed
+        if callable(count):
+            from attrs import evolve
+
+            changed = evolve(changed, items=tuple(
+                item if item.tokens is not None else evolve(item, tokens=count(
+                    Passage(doc_id=item.doc_id, text=item.text, chunk_id=item.chunk_id))) for item in changed.items))
         return system.generate_with(case, changed, recorder)
 
     def control(self, system: Any, case: Any, record: dict, recorder: Any) -> Any:

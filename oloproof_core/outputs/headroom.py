@@ -105,3 +105,44 @@ def headroom_document(object_id: str, record: dict) -> dict:
     """The ``--format json`` view: the stored record, with its format, version and id."""
     return {"format": HEADROOM_FORMAT, "version": VERSION, "id": object_id,
             **{k: v for k, v in record.items() if k != "kind"}}
+
+
+def headroom_rows(record: dict) -> list[dict]:
+    """The viewer's headroom table: each row's cells and its interval on one symmetric axis in
+    points, shared by every row so that their intervals compare at a glance (0-100 SVG units)."""
+    ranked = [r for r in record["rows"] if (r.get("paired") or {}).get("low") is not None]
+    rest = [r for r in record["rows"] if r not in ranked]
+    reach = max([5.0, *(100 * abs(r["paired"][k]) for r in ranked for k in ("low", "high"))])
+
+    def at(x: float) -> float:
+        return round(50 + 50 * 100 * x / reach, 2)
+
+    out = []
+    for rank, row in [(i, r) for i, r in enumerate(ranked, 1)] + [(0, r) for r in rest]:
+        cells = row_cells(rank, row)
+        entry = {"label": row["label"], "intervention": row["intervention"], "cells": cells,
+                 "fixed": row.get("fixed", []), "broken": row.get("broken", []), "run": row.get("run"),
+                 "control_run": row.get("control_run"), "stopped": row.get("stopped"), "x": None,
+                 "axis": [f"{-reach:+.1f}", f"{reach:+.1f}"]}
+        if rank:
+            paired = row["paired"]
+            entry["x"] = {"value": at(paired["difference"]), "low": at(paired["low"]), "high": at(paired["high"])}
+        out.append(entry)
+    return out
+
+
+def headroom_markdown(object_id: str, record: dict) -> str:
+    """The headroom as Markdown (``--markdown FILE``): the words of the terminal, the table as a
+    Markdown table, each fixed and broken case named."""
+    lines = headroom_lines(object_id, record)
+    words = [line for line in lines if not line.startswith(("┌", "│", "├", "└"))]
+    table = [line for line in lines if line.startswith("│")]
+    cells = [[c.strip().replace("|", "\\|") for c in line.strip("│").split("│")] for line in table]
+    out = [f"## {words[0].split(':')[0]}", "", words[0].split(": ", 1)[1], "", words[1], ""]
+    if cells:
+        out += ["| " + " | ".join(cells[0]) + " |", "|" + "---|" * len(cells[0])]
+        out += ["| " + " | ".join(row) + " |" for row in cells[1:]]
+        out.append("")
+    out += [f"- {line}" for line in words[2:]]
+    out += ["", f"Headroom `{object_id}`"]
+    return "\n".join(out) + "\n"

@@ -75,7 +75,8 @@ def hidden(tmp_path_factory):
     result = project.run("headroom", run_id, "--intervention", "distractors", "--option", "count=2",
                          "--intervention", "shuffle", "--intervention", "drop-relevant",
                          "--intervention", "truncate", "--option", "words=4", "--intervention", "top-k", "--top-k", "3",
-                         "--intervention", "gold-context", "--criterion", "answer_correct", "--format", "json")
+                         "--intervention", "gold-context", "--criterion", "answer_correct", "--format", "json",
+                         "--markdown", "headroom.md")
     assert result.code == 0, result
     return project, run_id, json.loads(result.out)
 
@@ -111,6 +112,12 @@ def test_the_ranking_puts_the_wider_top_k_first_and_shows_the_long_context_weakn
     text = project.run("inspect", doc["id"]).out
     assert "Candidate experiment: top-k 3, the highest lower bound of the gain among the changes measured." in text
     no_causal_claim(text)
+    markdown = (project.root / "headroom.md").read_text(encoding="utf-8")  # --markdown carries the same table
+    for row in doc["rows"]:
+        display = row["paired"]["display"]
+        assert f"| {row['label']} | {display['difference']} | {display['interval']} | {row['paired']['paired']} |" \
+            in markdown, markdown
+    assert f"- Broken under distractors 2 at first: {', '.join(OK[:5])} and 3 more" in markdown
 
 
 @pytest.mark.slow  # a run and a refused headroom
