@@ -185,3 +185,15 @@ def test_support_rag_token_budget_row_agrees_with_the_tutorials_full_re_run(supp
     assert {i: verdict(replayed, i) for i in full} == {i: verdict(full, i) for i in full}
     assert {i: verdict(control, i) for i in full} == {i: verdict(first, i) for i in full}
     assert budget["fixed"] == budget["broken"] == [] and budget["paired"]["difference"] == 0.0
+
+
+@pytest.mark.slow  # a headroom of support_rag
+def test_support_rag_distractors_at_first_as_diagnose_md_prints_it(support):
+    """docs/diagnose.md: one distractor put first breaks the cases whose model answers from the first passage."""
+    project, run_id, _, _ = support
+    result = project.run("headroom", run_id, "--intervention", "distractors", "--criterion", "answer_correct",
+                         "--format", "json")
+    assert result.code == 0, result
+    row = json.loads(result.out)["rows"][0]
+    assert row["label"] == "distractors 1 at first" and len(row["broken"]) == 9 and row["fixed"] == []
+    assert row["paired"]["display"] == {"difference": "-69.2 points", "interval": "[-95.5, -8.2]"}
