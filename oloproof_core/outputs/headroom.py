@@ -68,7 +68,10 @@ def headroom_lines(object_id: str, record: dict) -> list[str]:
             lines.append(f"Broken under {row['label']}: {_names(row['broken'])}")
         if row.get("not_run"):
             lines.append(f"Not run under {row['label']}: {len(row['not_run'])} cases, no_gold_context")
-        if not row["supported"]:
+        if not row["supported"] and row.get("unsupported") == "no_override":
+            lines.append(f"Not run under {row['label']}: the service does not declare where its request takes this "
+                         "intervention's override (system.http.interventions), so no case was re-executed")
+        elif not row["supported"]:
             lines.append(f"Not run under {row['label']}: the system is not staged, so no case was re-executed")
         stopped = row.get("stopped")
         if stopped:

@@ -220,6 +220,8 @@ class Diagnosis:
                         "criterion": self.criterion, "relevance_unit": self.unit, "selected": len(selected) + len(unstable),
                         "supported": bool(supported),
                         "excluded": [{"id": r["id"], "reason": "no_gold_context"} for r in excluded]}
+        if not supported and callable(getattr(self.suite.system, "accepts", None)):
+            record["unsupported"] = "no_override"  # a service that could take it, once its request says where
         if self.trials > 1:
             record.update(trials=self.trials, unstable=len(unstable))
         if getattr(self.suite, "evidence_min_grade", None) is not None:  # absent: every grade above 0, as before

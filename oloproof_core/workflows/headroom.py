@@ -82,6 +82,8 @@ class Headroom(Diagnosis):
         for made, options in interventions:
             row: dict = {"intervention": made.name, "label": made.label, "control_label": made.control_label,
                          "supported": bool(made.supports(system))}
+            if not row["supported"] and callable(getattr(system, "accepts", None)):
+                row["unsupported"] = "no_override"  # a service that could take it, once its request says where
             eligible = [r for r in self.records
                         if not needs_gold_context(made) or self.cases[r["id"]].expected.get("gold_context")]
             row["not_run"] = [{"id": r["id"], "reason": "no_gold_context"}
