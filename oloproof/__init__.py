@@ -17,6 +17,7 @@ from oloproof_core.model.retrieval import (
     AtKEvaluator, AtKOptions, Evidence, context_from_prompt, context_names, evidence_words, latest, observe, one_of, ranked_units,
     relevant_units, retrieval_data, retrieval_from_data, unit_key, whole_documents,
 )
+from oloproof_core.model.perturbation import Perturbation, is_relevant, recorded_context, renumbered, seeded
 from oloproof_core.engine.recording import (
     RagSystemInfo, Recorder, SystemInfo, call_with_recorder, code_fingerprint, current_case, import_object,
     rag_system, source_fingerprint, system,
@@ -63,6 +64,11 @@ __all__ = [
     "acceptable_texts",
     "ArtifactError",
     "AtKEvaluator",
+    "Perturbation",
+    "is_relevant",
+    "recorded_context",
+    "renumbered",
+    "seeded",
     "AtKOptions",
     "Case",
     "CaseMissing",

@@ -316,3 +316,56 @@ def test_a_hostile_case_renders_inert(browser, hostile, tmp_path):
     assert exported.execute_script("return window.__xss === undefined")
     assert not exported.find_elements(By.CSS_SELECTOR, "img, script, a[href^='javascript:']")
     assert json.dumps(PAYLOAD) in exported.find_element(By.CSS_SELECTOR, "pre.output").text
+
+
+@pytest.fixture(scope="module")
+def headroom(tmp_path_factory):
+    """support_rag after its first run, a gold-context diagnosis and a headroom of three interventions."""
+    root = tmp_path_factory.mktemp("headroom")
+    assert olo("init", "--example", "support_rag", "demo", cwd=root).code == 0
+    project = root / "demo"
+    base_id = RUN_ID.search(olo("run", cwd=project).out).group(0)
+    diag = olo("diagnose", base_id, "--intervention", "gold-context", "--criterion", "answer_correct", cwd=project)
+    measured = olo("headroom", base_id, "--intervention", "gold-context", "--intervention", "top-k", "--top-k", "4",
+                   "--intervention", "distractors", "--criterion", "answer_correct", "--format", "json", cwd=project)
+    assert measured.code == 0, measured
+    return {"dir": project, "base_id": base_id, "doc": json.loads(measured.out),
+            "diagnosis": re.search(r"sha256:[0-9a-f]{64}", diag.out).group(0)}
+
+
+@pytest.mark.browser
+def test_the_headroom_page_draws_each_interval_and_links_the_cases_fixed_and_broken(browser, headroom):
+    from selenium.webdriver.common.by import By
+
+    doc = headroom["doc"]
+    viewer = Viewer(headroom["dir"])
+    try:
+        runs = visit(browser, viewer.url + "/")
+        runs.find_element(By.CSS_SELECTOR, f"a[href='/objects/{doc['id'].replace(':', '%3A')}']")
+        diagnosis = visit(browser, f"{viewer.url}/objects/{headroom['diagnosis']}")
+        diagnosis.find_element(By.LINK_TEXT, doc["id"]).click()  # the diagnosis page links the run's headroom
+        page = visit(browser, browser.current_url, "headroom")
+        assert "Headroom" in page.find_element(By.TAG_NAME, "h1").text
+        shown = cells(page, "headroom")
+        assert [r[1] for r in shown] == [r["label"] for r in doc["rows"]]
+        for row, cells_ in zip(doc["rows"], shown):  # the numbers as the JSON and the terminal print them
+            assert cells_[2:4] == [row["paired"]["display"]["difference"], row["paired"]["display"]["interval"]]
+        plots = page.find_elements(By.CSS_SELECTOR, "#headroom svg.plot")
+        assert len(plots) == len(doc["rows"])
+        for plot, row in zip(plots, doc["rows"]):  # the interval bar spans low..high on the shared axis
+            bar = plot.find_elements(By.CSS_SELECTOR, "line[stroke='#2456a6']")[0]
+            low, high = float(bar.get_attribute("x1")), float(bar.get_attribute("x2"))
+            assert low <= high and (low < 50 < high) == (row["paired"]["low"] < 0 < row["paired"]["high"])
+        gold = doc["rows"][0]
+        assert gold["label"] == "gold context" and gold["fixed"]
+        fixed = page.find_element(By.CSS_SELECTOR, "#headroom tr:nth-child(2) td.fixed")
+        links = [a for a in fixed.find_elements(By.TAG_NAME, "a") if a.text != "control"]
+        assert [a.text for a in links] == gold["fixed"]
+        links[0].click()
+        case = visit(browser, browser.current_url)
+        assert f"/runs/{gold['run']}/cases/{gold['fixed'][0]}" in case.current_url
+        assert f"Case {gold['fixed'][0]}" in case.find_element(By.TAG_NAME, "h1").text
+        printed = visit(browser, f"{viewer.url}/objects/{doc['id']}").find_element(By.ID, "printed").text
+        assert printed.startswith(f"Headroom on answer_correct: 13 cases of {headroom['base_id']}")
+    finally:
+        assert viewer.stop() == 0

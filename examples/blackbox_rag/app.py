@@ -64,8 +64,20 @@ def answer_from(question: str, passage: str) -> str:
     return max(sentences, key=lambda s: len(wanted & terms(s)))
 
 
-def support_api(question: str) -> dict:
-    """The application: search, fill the prompt up to the budget, answer from the best source."""
+def support_api(question: str, passages: list[dict] | None = None, top_k: int | None = None,
+                word_budget: int | None = None) -> dict:
+    """The application: search, fill the prompt up to the budget, answer from the best source.
+
+    A debugging override, as many services have one: ``passages`` (a list of ``{doc_id, text}``)
+    go into the prompt as given, with no search; ``top_k`` and ``word_budget`` replace TOP_K and
+    PROMPT_WORD_BUDGET for this request.
+    """
+    top_k = TOP_K if top_k is None else top_k
+    word_budget = PROMPT_WORD_BUDGET if word_budget is None else word_budget
+    if passages is not None:
+        given = [{"id": p["doc_id"], "score": 0.0, "text": p["text"], "rank": rank, "tokens": len(p["text"].split())}
+                 for rank, p in enumerate(passages, 1)]
+        return answer_with(question, [], given, [])
     query = question
     if EXPAND_QUERY:
         for phrase, synonym in SYNONYMS.items():
@@ -75,13 +87,18 @@ def support_api(question: str) -> dict:
     prompt_sources, skipped, used = [], [], 0
     for rank, source in enumerate(sources, 1):
         words = len(source["text"].split())
-        if rank > TOP_K:
+        if rank > top_k:
             skipped.append({"id": source["id"], "rank": rank, "why": "top_k"})
-        elif used + words > PROMPT_WORD_BUDGET:
+        elif used + words > word_budget:
             skipped.append({"id": source["id"], "rank": rank, "why": "token_budget"})
         else:
             used += words
             prompt_sources.append({**source, "rank": rank, "tokens": words})
+    return answer_with(question, sources, prompt_sources, skipped)
+
+
+def answer_with(question: str, sources: list[dict], prompt_sources: list[dict], skipped: list[dict]) -> dict:
+    """The model's answer from the prompt's sources, and what the application did."""
     if not prompt_sources:
         return {"answer": "I could not find that in the knowledge base.", "cited": [], "sources": sources,
                 "prompt_sources": [], "skipped": skipped}

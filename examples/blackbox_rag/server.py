@@ -3,6 +3,11 @@
 POST /answer with the case input as the JSON body, e.g. {"question": "..."}. The response carries
 the answer under ``result`` and, as a service's debug field would, the evidence Oloproof records:
 ``evidence.retrieval``, ``evidence.context`` and ``evidence.citations``.
+
+As a debugging override: ``override.passages`` in the body (a list of ``{doc_id, text}``) is the
+prompt's context, with no search; ``override.top_k`` in the body and the ``X-Word-Budget`` header
+replace the application's top-k and word budget for that request. ``oloproof.http.yaml`` declares
+them under ``interventions:``, so diagnose can re-execute cases through them.
 """
 
 import json
@@ -12,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import app
 
 
-def evidence(question: str, response: dict) -> dict:
+def evidence(question: str, response: dict, word_budget: int) -> dict:
     return {
         "retrieval": {
             "query": question,
@@ -23,8 +28,8 @@ def evidence(question: str, response: dict) -> dict:
             "items": [{"doc_id": i["id"], "position": i["rank"], "tokens": i["tokens"], "text": i["text"]}
                       for i in response["prompt_sources"]],
             "dropped": [{"doc_id": i["id"], "position": i["rank"], "reason": i["why"]} for i in response["skipped"]],
-            "token_budget": app.PROMPT_WORD_BUDGET,
-            "source": "retrieval",
+            "token_budget": word_budget,
+            "source": "override" if not response["sources"] and response["prompt_sources"] else "retrieval",
         },
         "citations": {"ids": response["cited"]},
     }
@@ -39,11 +44,15 @@ class Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             question = str(body["question"])
-        except (ValueError, KeyError, TypeError):
+            override = body.get("override") or {}
+            passages, top_k = override.get("passages"), override.get("top_k")
+            budget = self.headers.get("X-Word-Budget")
+            word_budget = app.PROMPT_WORD_BUDGET if budget is None else int(budget)
+        except (ValueError, KeyError, TypeError, AttributeError):
             return self.reply(400, {"error": 'send {"question": "..."}'})
-        response = app.support_api(question)
+        response = app.support_api(question, passages=passages, top_k=top_k, word_budget=word_budget)
         self.reply(200, {"result": {"answer": response["answer"], "citations": response["cited"]},
-                         "evidence": evidence(question, response)})
+                         "evidence": evidence(question, response, word_budget)})
 
     def reply(self, status: int, payload: dict) -> None:
         data = json.dumps(payload).encode("utf-8")

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 from pathlib import Path
@@ -139,20 +140,33 @@ class CaseWork:
 
 class InterventionWork(CaseWork):
     """Diagnose's work: re-execute a case under an intervention (``role`` ``apply``) or its control
-    (``control``). The items are (case, the parent run's record of it); the system's own
-    asynchronous path is not used, as an intervention calls its stages directly."""
+    (``control``). The items are (case, the parent run's record of it). An intervention calls the
+    system's stages directly; on an asynchronous system (an http service) they are coroutines,
+    awaited on the executor's event loop."""
 
     def __init__(self, system: Any, plugins: Plugins, concurrency: int, intervention: Any, role: str,
                  recipe: WorkRecipe | None = None, store: Any = None, stage_cache: Any = None):
         super().__init__(system, plugins, concurrency, recipe, store, stage_cache)
         self.call = getattr(intervention, role)
-        self.is_async = False
+        self.is_async = hasattr(system, "aexecute")
 
     def execute(self, item: tuple[Case, dict]) -> Execution:
         case, record = item
         start = time.perf_counter()
         try:
             output, recorder = call_with_recorder(lambda r: self.call(self.system, case, record, r), case)
+        except Exception as exc:  # noqa: BLE001 - a re-execution failing: that case is missing
+            return self._failed(case, exc, start, locate=False)
+        return self._finish(case, output, recorder, start)
+
+    async def aexecute(self, item: tuple[Case, dict]) -> Execution:
+        case, record = item
+        recorder = Recorder(case)
+        start = time.perf_counter()
+        try:
+            output = self.call(self.system, case, record, recorder)
+            if inspect.isawaitable(output):
+                output = await output
         except Exception as exc:  # noqa: BLE001 - a re-execution failing: that case is missing
             return self._failed(case, exc, start, locate=False)
         return self._finish(case, output, recorder, start)

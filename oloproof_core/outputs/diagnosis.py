@@ -39,6 +39,8 @@ NO_GOLD_FIX = ("declare the passages that would have answered the case in its `e
                "generation one")
 HYPOTHESIS = "This is a hypothesis to test, not an established cause."
 UNIT_WORDS = {"doc": "documents", "chunk": "chunks"}
+NO_OVERRIDE = ("the service does not declare where its request takes this intervention's override "
+               "(system.http.interventions), so no case was re-executed")
 
 
 def _cases(n: int) -> str:
@@ -66,7 +68,10 @@ def summary_lines(record: dict) -> list[str]:
                      "times, and recovers only if it passes in every trial")
     tried = n - unstable
     if not record["supported"]:
-        return lines + label_lines(cases, n)
+        shown = label_lines(cases, n)
+        if record.get("unsupported") == "no_override":  # a service: it could, once its request says where
+            shown = [line.replace(UNRESOLVED_WHY["intervention_unsupported"], NO_OVERRIDE) for line in shown]
+        return lines + shown
     if not tried:
         return lines + label_lines(cases, n)
     lines.append(f"Control: {record['control_passed']} of {tried} passed when re-executed without the intervention")

@@ -327,7 +327,7 @@ def paired_differences(candidate: list[dict], baseline: list[dict], policy: dict
 
 
 def object_view(store: Any, records: Records, object_id: str) -> dict:
-    """A stored comparison, diagnosis or judge validation, with what its page links to."""
+    """A stored comparison, diagnosis, headroom or judge validation, with what its page links to."""
     object_id, kind, record = store.get_object(object_id)
     view: dict = {"id": object_id, "kind": kind, "record": record,
                   "printed": [*record.get("summary", []), *record.get("lines", [])]}
@@ -357,4 +357,10 @@ def object_view(store: Any, records: Records, object_id: str) -> dict:
         for entry in record.get("cases", []):
             labels[entry.get("label")] = labels.get(entry.get("label"), 0) + 1
         view["labels"] = labels
+        view["headrooms"] = [i for i, r in store.list_objects("headroom") if r.get("run") == record.get("run")]
+    elif kind == "headroom":
+        from oloproof_core.outputs.headroom import headroom_lines, headroom_rows
+
+        view["printed"] = headroom_lines(object_id, record)
+        view["rows"] = headroom_rows(record)
     return view

@@ -137,7 +137,7 @@ class Pages:
         view = browse.runs_view(self.store, query.get("system"), query.get("state"), query.get("gate"),
                                every=bool(query.get("all")))
         objects = []
-        for kind in ("comparison", "diagnosis", "judge_validation"):
+        for kind in ("comparison", "diagnosis", "headroom", "judge_validation"):
             for object_id, record in self.store.list_objects(kind):
                 about = (f"{record.get('candidate')} against {record.get('baseline')}" if kind == "comparison"
                          else record.get("run") or record.get("criterion") or "")

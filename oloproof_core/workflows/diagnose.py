@@ -224,6 +224,8 @@ class Diagnosis:
                         "criterion": self.criterion, "relevance_unit": self.unit, "selected": len(selected) + len(unstable),
                         "supported": bool(supported),
                         "excluded": [{"id": r["id"], "reason": "no_gold_context"} for r in excluded]}
+        if not supported and callable(getattr(self.suite.system, "accepts", None)):
+            record["unsupported"] = "no_override"  # a service that could take it, once its request says where
         if self.trials > 1:
             record.update(trials=self.trials, unstable=len(unstable))
         if getattr(self.suite, "evidence_min_grade", None) is not None:  # absent: every grade above 0, as before
@@ -242,6 +244,9 @@ class Diagnosis:
                 cases_out.append({"id": r["id"], "label": "UNRESOLVED", "reason": "intervention_unsupported",
                                   "strength": "none", "position": _position(seen.position), "evidence": seen.state})
         elif selected:
+            prepare = getattr(intervention, "prepare", None)  # an intervention that reads the run first
+            if prepare is not None:
+                self.options.update(prepare(self.store.run_cases(self.run_id)) or {})
             run_id, passes, replayed = self.child_run(intervention.label, intervention, selected, "apply")
             control_id, control_passes, _ = self.child_run(intervention.control_label, intervention, selected,
                                                            "control")

@@ -46,12 +46,15 @@ class Headroom(Diagnosis):
     """One ``oloproof headroom`` invocation: every case of the run, under each intervention."""
 
     def __init__(self, suite: Any, plugins: Any, store: Any, run_id: str, criterion: str,
-                 confidence: float = 0.95):
+                 confidence: float = 0.95, sequential: dict | None = None):
+        """:param sequential: ``{seed, batch, margin}`` (margin a fraction, or None) to stop each
+            intervention once its interval excludes zero or lies below the margin; None runs every case."""
         super().__init__(suite, plugins, store, run_id, criterion)
         if not 0.0 < confidence < 1.0:
             raise ConfigError(f"the confidence level must be between 0 and 1, got {confidence}",
                               where="--confidence", fix="write --confidence 0.95")
         self.confidence = confidence
+        self.sequential = sequential
         self.records = list(store.run_cases(run_id))
         ids = {r["id"] for r in self.records}
         self.cases = {c.id: c for c in suite.cases if c.id in ids}
@@ -60,6 +63,13 @@ class Headroom(Diagnosis):
             raise ConfigError(f"case {gone[0]!r} of {run_id} is no longer in the case file",
                               fix="measure headroom on a run of the current cases")
         self.clustered = bool((self.header.get("design") or {}).get("cluster"))
+        if sequential is not None and (self.trials > 1 or self.clustered):
+            raise ConfigError(f"{run_id} has {'trials' if self.trials > 1 else 'clusters'}, and --until-decided "
+                              "stops on the paired difference of single cases",
+                              where="--until-decided", fix="measure headroom on every case: leave --until-decided out")
+        if sequential is not None and (not isinstance(sequential.get("batch"), int) or sequential["batch"] < 1):
+            raise ConfigError(f"--batch must be a whole number >= 1, got {sequential.get('batch')!r}",
+                              where="--batch", fix="write --batch 10")
 
     def measure(self, interventions: list[tuple[Any, dict]]) -> tuple[str, dict]:
         """Re-execute every case under each (intervention, its plain options) and its control, store
@@ -72,6 +82,8 @@ class Headroom(Diagnosis):
         for made, options in interventions:
             row: dict = {"intervention": made.name, "label": made.label, "control_label": made.control_label,
                          "supported": bool(made.supports(system))}
+            if not row["supported"] and callable(getattr(system, "accepts", None)):
+                row["unsupported"] = "no_override"  # a service that could take it, once its request says where
             eligible = [r for r in self.records
                         if not needs_gold_context(made) or self.cases[r["id"]].expected.get("gold_context")]
             row["not_run"] = [{"id": r["id"], "reason": "no_gold_context"}
@@ -80,11 +92,18 @@ class Headroom(Diagnosis):
                 rows.append(row)
                 continue
             self.options = dict(options)  # what an executor's workers rebuild the intervention from
+            prepare = getattr(made, "prepare", None)  # an intervention that reads the run first (distractors)
+            if prepare is not None:
+                self.options.update(prepare(self.records) or {})
             control_role = f"{made.control_label} of {made.label}"
-            run_id, _, _ = self.child_run(made.label, made, eligible, "apply")
-            applied = self.pending[-1][1]
-            control_id, _, _ = self.child_run(control_role, made, eligible, "control")
-            controlled = self.pending[-1][1]
+            if self.sequential is not None:
+                eligible, applied, controlled, run_id, control_id, row["stopped"] = self.until_decided(
+                    made, control_role, eligible)
+            else:
+                run_id, _, _ = self.child_run(made.label, made, eligible, "apply")
+                applied = self.pending[-1][1]
+                control_id, _, _ = self.child_run(control_role, made, eligible, "control")
+                controlled = self.pending[-1][1]
             row.update(self.paired(eligible, applied, controlled))
             row.update(run=run_id, control_run=control_id)
             children += [[made.label, run_id], [control_role, control_id]]
@@ -94,6 +113,8 @@ class Headroom(Diagnosis):
                   "confidence_level": self.confidence, "cases": len(self.records), "trials": self.trials,
                   "unit": "clusters" if self.clustered else "cases", "relevance_unit": self.unit,
                   "rows": rows, "children": children}
+        if self.sequential is not None:
+            record["sequential"] = dict(self.sequential)
         object_id = "sha256:" + digest(record)
         batch = getattr(self.store, "batch", None)
         with batch() if batch is not None else contextlib.nullcontext():
@@ -101,6 +122,42 @@ class Headroom(Diagnosis):
                 self.store.save_run(header, stored, summary)
             self.store.put_object("headroom", object_id, record)
         return object_id, record
+
+    def until_decided(self, made: Any, control_role: str, eligible: list[dict]) -> tuple:
+        """Re-execute the cases in batches, in an order drawn from the seed, until the paired
+        interval excludes zero or lies below the margin (or every case ran). The interval is the
+        paired betting interval compare prints, a confidence sequence: valid at every look
+        (statistics.md#sequential-runs-confidence-sequences). The batches are stored as one child
+        run and one control. Returns the cases run in their order, both sides' rows, both run ids
+        and how it stopped."""
+        import random
+
+        order = list(eligible)
+        random.Random(self.sequential["seed"]).shuffle(order)
+        batch, margin = self.sequential["batch"], self.sequential.get("margin")
+        done, applied, controlled, first, looks, reason = [], [], [], None, 0, None
+        for start in range(0, len(order), batch):
+            part = order[start:start + batch]
+            self.child_run(made.label, made, part, "apply")
+            mine = self.pending.pop()
+            self.child_run(control_role, made, part, "control")
+            theirs = self.pending.pop()
+            first = first or (mine, theirs)
+            done, applied, controlled, looks = done + part, applied + mine[1], controlled + theirs[1], looks + 1
+            entry = self.paired(done, applied, controlled)["paired"]
+            low, high = entry.get("low"), entry.get("high")
+            if low is not None and (low > 0 or high < 0):
+                reason = "interval_excludes_zero"
+            elif high is not None and margin is not None and high < margin:
+                reason = "interval_below_margin"
+            if reason:
+                break
+        ids = []
+        for (header, _, summary), rows in zip(first, (applied, controlled)):
+            self.pending.append(({**header, "cases": len(rows)}, rows, summary))
+            ids.append(header["id"])
+        stopped = {"after": len(done), "of": len(order), "looks": looks, "reason": reason}
+        return done, applied, controlled, ids[0], ids[1], stopped
 
     def paired(self, parents: list[dict], applied: list[dict], controlled: list[dict]) -> dict:
         """The paired difference of the intervention against its control (compare's pairing, over

@@ -24,7 +24,10 @@ class GoldContext:
         pass
 
     def supports(self, system: Any) -> bool:
-        return callable(getattr(system, "generate_with", None)) and callable(getattr(system, "rerun", None))
+        # a system that takes overrides in its request (an http service) says which it takes
+        accepts = getattr(system, "accepts", None)
+        return (callable(getattr(system, "generate_with", None)) and callable(getattr(system, "rerun", None))
+                and (accepts is None or accepts("context")))
 
     def check(self, system: Any) -> None:
         """Nothing to check: every staged system can generate from given passages."""

@@ -22,6 +22,7 @@ from typing import Any
 from attrs import field, frozen
 
 from oloproof import ArtifactError, CaseMissing, ConfigError, digest, hookimpl, is_refusal, retry_after, strict_json
+from oloproof_http.overrides import check_places, passages, with_overrides
 
 ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -40,6 +41,8 @@ class Options:
     concurrency: int | None = None  # requests in flight; the suite's concurrency when unset
     requests_per_second: float | None = None
     max_response_bytes: int = 10_000_000  # a larger response body is not read: the case is missing
+    # context / top_k / token_budget -> where the request takes it: a dotted body path or header:NAME
+    interventions: dict[str, str] = field(factory=dict)
 
 
 JSON = {"Content-Type": "application/json"}
@@ -89,6 +92,7 @@ def check(options: Options) -> None:
         value = getattr(options, name)
         if value is not None and value < least:
             raise ConfigError(f"{name} must be at least {least}, got {value}", fix=f"write {name}: {least}")
+    check_places(options.interventions)
 
 
 class RateLimiter:
@@ -152,6 +156,9 @@ class HttpSystem:
     # the identity covers the request settings, never the service behind the URL: every run sends
     # every case again unless the suite says system.cache: reuse
     opaque = True
+    # a service's own settings are unknown here: the top-k and token-budget interventions check
+    # only that the value they send is a whole number
+    top_k = depth = token_budget = None
 
     def __init__(self, options: Options, context: Any):
         check(options)
@@ -185,18 +192,47 @@ class HttpSystem:
             client, self.client = self.client, None
             await (client.aclose() if hasattr(client, "aclose") else client.close())
 
-    async def aexecute(self, case: Any, recorder: Any) -> Any:
+    async def aexecute(self, case: Any, recorder: Any, overrides: dict | None = None) -> Any:
+        """Send the case (with ``overrides``, setting -> value, at their declared places) and
+        record the response's artifacts."""
         traceparent = getattr(recorder, "traceparent", None)  # a traced run's (traces: otlp), sent along
-        body = await self.request(case, {**JSON, "traceparent": traceparent} if traceparent else JSON)
+        headers = {**JSON, "traceparent": traceparent} if traceparent else JSON
+        payload = None
+        if overrides:
+            payload, extra = with_overrides(dict(case.input), self.options.interventions, overrides)
+            headers = {**headers, **extra}
+        body = await self.request(case, headers, payload)
         output = field_at(body, self.options.output_path, "output_path", "point output_path at the answer")
         for kind, path in self.options.artifacts.items():
             recorder.record(kind, field_at(body, path, f"artifacts.{kind}", f"point artifacts.{kind} at it"),
                             source=f"response field {path}")
         return output
 
-    async def request(self, case: Any, headers: dict[str, str] | None = None) -> Any:
+    # -- what interventions call (system.http.interventions): each sends the request again ----
+
+    def accepts(self, setting: str) -> bool:
+        """Whether the request takes ``setting`` (``context``, ``top_k``, ``token_budget``)."""
+        return setting in self.options.interventions
+
+    async def rerun(self, case: Any, recorder: Any) -> Any:
+        """The request unchanged (a control): the service answers afresh."""
+        return await self.aexecute(case, recorder)
+
+    async def generate_with(self, case: Any, context: Any, recorder: Any) -> Any:
+        """The request with ``context``'s passages (the gold passages, say) as its context override."""
+        return await self.aexecute(case, recorder, {"context": passages(context)})
+
+    async def replay(self, case: Any, record: dict, recorder: Any, top_k: int | None = None,
+                     rerank: Any = None, token_budget: int | None = None) -> Any:
+        """The request with a top-k or a token budget override (unchanged without either: the
+        control). A service retrieves again: there is no recorded retrieval to replay into it."""
+        overrides = {k: v for k, v in (("top_k", top_k), ("token_budget", token_budget)) if v is not None}
+        return await self.aexecute(case, recorder, overrides)
+
+    async def request(self, case: Any, headers: dict[str, str] | None = None, payload: dict | None = None) -> Any:
         """The response's JSON, or CaseMissing with the last attempt's problem. A request that
-        cannot be built, or a response too large to read, is not retried."""
+        cannot be built, or a response too large to read, is not retried. ``payload``: the body
+        to send instead of the case's input."""
         import asyncio  # here, not at import: every command loads the plugins, few send requests
 
         if self.client is None:  # made on the runner's event loop, which aiohttp binds to
@@ -204,7 +240,8 @@ class HttpSystem:
             self.bounded = bounds_attempts(self.client, self.options.timeout)
         options = self.options
         try:
-            content = json.dumps(dict(case.input), ensure_ascii=False, allow_nan=False).encode("utf-8")
+            sent = dict(case.input) if payload is None else payload
+            content = json.dumps(sent, ensure_ascii=False, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise CaseMissing(f"request_error: the input is not JSON: {exc}") from None
         for attempt in range(options.retries + 1):

@@ -34,7 +34,8 @@ class Reranker:
         self.function = None
 
     def supports(self, system: Any) -> bool:
-        return callable(getattr(system, "replay", None))
+        accepts = getattr(system, "accepts", None)  # a service cannot be handed a reordered retrieval
+        return callable(getattr(system, "replay", None)) and (accepts is None or accepts("rerank"))
 
     def check(self, system: Any) -> None:
         if self.target is None:

@@ -34,10 +34,16 @@ class TokenBudget:
         self.label = "token-budget" if options.token_budget is None else f"token-budget {options.token_budget}"
 
     def supports(self, system: Any) -> bool:
-        return callable(getattr(system, "replay", None))
+        accepts = getattr(system, "accepts", None)  # a service says whether its request takes a budget
+        return callable(getattr(system, "replay", None)) and (accepts is None or accepts("token_budget"))
 
     def check(self, system: Any) -> None:
         budget = getattr(system, "token_budget", None)
+        if budget is None and getattr(system, "accepts", None) is not None:  # a service's own budget is unknown
+            if isinstance(self.token_budget, bool) or not isinstance(self.token_budget, int) or self.token_budget < 1:
+                raise ConfigError("--intervention token-budget needs --token-budget N, the budget the service is sent",
+                                  fix="pass --token-budget N, a whole number above the service's own budget")
+            return
         if budget is None:
             raise ConfigError("the run's system has no token_budget, so nothing is dropped for the budget to "
                               "recover", fix="use --intervention top-k or reranker, or set token_budget and run again")

@@ -32,9 +32,15 @@ class TopK:
         self.label = "top-k" if options.top_k is None else f"top-k {options.top_k}"
 
     def supports(self, system: Any) -> bool:
-        return callable(getattr(system, "replay", None))
+        accepts = getattr(system, "accepts", None)  # a service says whether its request takes a top_k
+        return callable(getattr(system, "replay", None)) and (accepts is None or accepts("top_k"))
 
     def check(self, system: Any) -> None:
+        if getattr(system, "top_k", None) is None:  # a service's own top_k is unknown: any cut-off it takes
+            if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
+                raise ConfigError("--intervention top-k needs --top-k N, the cut-off the service is sent",
+                                  fix="pass --top-k N, a whole number above the service's own top_k")
+            return
         if self.top_k is None:
             raise ConfigError("--intervention top-k needs --top-k N, the wider cut-off to replay with",
                               fix=f"pass --top-k N with {system.top_k} < N <= {system.depth}")

@@ -163,3 +163,37 @@ def test_evidence_min_grade_counts_only_answer_passages(tmp_path):
     project.write("oloproof.yaml", CONFIG + "relevance:\n  evidence_min_grade: 0\n")
     bad = project.run("run")
     assert bad.code == 2 and "evidence_min_grade must be a number above 0" in bad.err, bad
+
+
+@pytest.mark.slow  # a full re-run of support_rag
+def test_support_rag_token_budget_row_agrees_with_the_tutorials_full_re_run(support):
+    """The tutorial's experiment, a new run with token_budget: 120 compared with the first: no
+    verdict changes. The headroom's token-budget row must say the same, case by case."""
+    project, run_id, doc, _ = support
+    budget = next(r for r in doc["rows"] if r["intervention"] == "token-budget")
+    config = (project.root / "oloproof.yaml").read_text(encoding="utf-8")
+    project.write("oloproof.yaml", config.replace("token_budget: 40", "token_budget: 120"))
+    try:
+        rerun = run_id_of(project.run("run"))
+    finally:
+        project.write("oloproof.yaml", config)
+    full, first = child_records(project, rerun), child_records(project, run_id)
+    replayed, control = child_records(project, budget["run"]), child_records(project, budget["control_run"])
+    verdict = lambda records, i: records[i]["judgments"]["answer_correct"]["status"]  # noqa: E731
+    assert sorted(full) == sorted(replayed) == sorted(first)
+    assert [i for i in full if verdict(full, i) != verdict(first, i)] == []  # the tutorial: no verdict changed
+    assert {i: verdict(replayed, i) for i in full} == {i: verdict(full, i) for i in full}
+    assert {i: verdict(control, i) for i in full} == {i: verdict(first, i) for i in full}
+    assert budget["fixed"] == budget["broken"] == [] and budget["paired"]["difference"] == 0.0
+
+
+@pytest.mark.slow  # a headroom of support_rag
+def test_support_rag_distractors_at_first_as_diagnose_md_prints_it(support):
+    """docs/diagnose.md: one distractor put first breaks the cases whose model answers from the first passage."""
+    project, run_id, _, _ = support
+    result = project.run("headroom", run_id, "--intervention", "distractors", "--criterion", "answer_correct",
+                         "--format", "json")
+    assert result.code == 0, result
+    row = json.loads(result.out)["rows"][0]
+    assert row["label"] == "distractors 1 at first" and len(row["broken"]) == 9 and row["fixed"] == []
+    assert row["paired"]["display"] == {"difference": "-69.2 points", "interval": "[-95.5, -8.2]"}

@@ -203,3 +203,35 @@ def test_a_reordered_rerun_warns_once_on_standard_error(project):
     (project.root / "oloproof.yaml").write_text(
         (project.root / "oloproof.yaml").read_text().replace("min: 0.5", "min: 0.4"))
     assert "Warning" not in project.run("run", "--until-decided", "--seed", "3").err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("discordant", "total", "batch"), [(0.2, 200, 10), (0.5, 100, 5)])
+def test_headroom_stopping_at_the_first_look_that_excludes_zero_keeps_its_level(discordant, total, batch):
+    """`oloproof headroom --until-decided`: an intervention stops at the first look where the paired
+    interval (paired_difference, the function headroom calls) excludes zero. With no true difference
+    (as many fixed as broken in expectation), the share of runs that ever stop that way stays at or
+    below α; the Wald interval re-decided at every look does not."""
+    from oloproof_core.statistics.intervals import paired_difference
+
+    replicates = 2000
+    rng = np.random.default_rng([int(100 * discordant), total, batch, 35])
+    draws = rng.random((replicates, total))
+    fixed, broken = draws < discordant / 2, (draws >= discordant / 2) & (draws < discordant)
+    looks = np.arange(batch, total + 1, batch)
+    c, b = np.cumsum(fixed, axis=1)[:, looks - 1], np.cumsum(broken, axis=1)[:, looks - 1]
+    excludes: dict = {}
+
+    def decided(bi: int, ci: int, n: int) -> bool:  # pass/fail pairs: the interval depends on the counts only
+        if (bi, ci, n) not in excludes:
+            rest = [0.0] * (n - ci - bi)  # ci pairs fixed (+1), bi broken (-1), the rest unchanged
+            _, low, high = paired_difference([1.0] * ci + [0.0] * bi + rest, [0.0] * ci + [1.0] * bi + rest, 0.95)
+            excludes[bi, ci, n] = low > 0 or high < 0
+        return excludes[bi, ci, n]
+
+    stopped = np.array([[decided(int(bi), int(ci), int(n)) for bi, ci, n in zip(b[r], c[r], looks)]
+                        for r in range(replicates)])
+    assert stopped.any(axis=1).mean() <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / replicates)
+    d = (c - b) / looks
+    wald = np.abs(d) > 1.96 * np.sqrt(np.maximum((b + c) / looks - d ** 2, 1e-12) / looks)
+    assert wald.any(axis=1).mean() > ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / replicates)  # the check can fail
