@@ -63,7 +63,7 @@ class Query:
             if q["words"]:
                 where.append("c.n IN (SELECT rowid FROM texts WHERE texts MATCH ?)")
                 params.append(" ".join(f'"{w}"*' for w in q["words"]))
-            cell = "EXISTS (SELECT 1 FROM cells x WHERE x.run_id = c.run_id AND x.idx = c.idx AND {})"
+            cell = "EXISTS (SELECT 1 FROM cells x INDEXED BY cells_case WHERE x.run_id = c.run_id AND x.idx = c.idx AND {})"
             if q["status"] and q["criterion"]:
                 where.append(cell.format("x.criterion = ? AND x.rank = ?"))
                 params += [q["criterion"], RANK[q["status"]]]
@@ -79,11 +79,12 @@ class Query:
             if q["sort"] == "case":
                 keys = f"c.case_id {order}, c.idx"
             elif q["sort"]:
-                join = "LEFT JOIN cells s ON s.run_id = c.run_id AND s.idx = c.idx AND s.criterion = ?"
+                join = "LEFT JOIN cells s INDEXED BY cells_case ON s.run_id = c.run_id AND s.idx = c.idx AND s.criterion = ?"
                 params.insert(0, q["sort"])
                 keys = f"COALESCE(s.rank, 5) {order}, COALESCE(s.value, 0) {order}, c.idx"
             body = f"FROM cases c {join} WHERE {' AND '.join(where)}"
-            matching = index.execute(f"SELECT count(*) {body}", params).fetchone()[0]
+            matching = index.execute(f"SELECT count(*) FROM cases c WHERE {' AND '.join(where)}",
+                                     params[1:] if join else params).fetchone()[0]
             chosen = [r[0] for r in index.execute(f"SELECT c.idx {body} ORDER BY {keys} {order} LIMIT ? OFFSET ?",
                                                   [*params, q["limit"], q["offset"]])]
         records = {}
