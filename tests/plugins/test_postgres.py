@@ -306,7 +306,7 @@ def test_a_version_2_store_migrates_to_streaming_runs_and_its_runs_still_read_an
 
     from oloproof import seal_of
     from oloproof.testing import SUMMARY, case_records, run_header
-    from oloproof_postgres import Options, PostgresStore
+    from oloproof_postgres import Options, PostgresStore, schema
 
     store = PostgresStore(Options(dsn=pg_server.url(), schema=pg_schema))
     store._migrate(create=True, target=2)
@@ -319,9 +319,11 @@ def test_a_version_2_store_migrates_to_streaming_runs_and_its_runs_still_read_an
         with conn.cursor() as cur, cur.copy(f'COPY "{pg_schema}".run_cases (run_id, idx, case_id, record) FROM STDIN') as copy:
             for row in rows:
                 copy.write_row((run_id, *row))
-    assert "migrated from schema version 2 to 3" in store.migrate()
+    assert f"migrated from schema version 2 to {schema.VERSION}" in store.migrate()
     assert list(store.run_cases(run_id)) == records
     assert store.run_case(run_id, "c1234") == records[1234]
+    found = store.query_cases(run_id, search="question 1234", sort="case")
+    assert [r["id"] for r in found["records"]] == ["c1234"], "rows stored before version 4 are in its index"
     store.save_run(run_header("run_01KIT0000000000000000000W2", 3), iter(case_records(3)), SUMMARY)
     found = store.check()
     assert found["problems"] == [] and found["counts"]["cases"] == 2503 and found["counts"]["unfinished"] == 0
