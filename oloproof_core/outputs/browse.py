@@ -169,6 +169,22 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
     return out
 
 
+def judged(record: dict, criterion: str) -> tuple[str, str]:
+    """A case's status on a criterion and what its judge said (reason, else rationale)."""
+    judgment = (record.get("judgments") or {}).get(criterion)
+    if not judgment:
+        return "", ""
+    detail = judgment.get("detail") if isinstance(judgment.get("detail"), dict) else {}
+    return status_of(judgment), str(judgment.get("reason") or detail.get("rationale") or "")
+
+
+def retrieved(record: dict) -> list[dict]:
+    """The passages a case's last retrieval returned, in rank order: doc, chunk and score."""
+    found = ((record.get("artifacts") or {}).get("retrieval/v1") or [None])[-1] or {}
+    return [{"rank": rank, "doc": p.get("doc_id"), "chunk": p.get("chunk_id"), "score": p.get("score")}
+            for rank, p in enumerate(found.get("candidates") or [], 1) if isinstance(p, dict)]
+
+
 PAIR_SHOWN = 50
 CHANGES = ("fixed", "broken", "changed", "output")
 
@@ -202,9 +218,8 @@ def pair_view(store: Any, records: Any, candidate: str, baseline: str, show: str
                           "criteria": [f"{c['criterion']}: {c['baseline']} → {c['candidate']}" for c in changes],
                           "input": (x.get("case") or {}).get("input"), "baseline": before, "candidate": after,
                           "diff": word_diff(before, after),
-                          "verdicts": [(c, status_of(y["judgments"][c]) if c in y.get("judgments", {}) else "",
-                                        status_of(x["judgments"][c]) if c in x.get("judgments", {}) else "")
-                                       for c in criteria]})
+                          "verdicts": [(c, *judged(y, c), *judged(x, c)) for c in criteria],
+                          "retrievals": [retrieved(y), retrieved(x)]})
         policy = (stored[0][1].get("policy") if stored else None) or {}
         return {"cases": cases, "differences": paired_differences(list(new.values()), list(old.values()), policy)}
 

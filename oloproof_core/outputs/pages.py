@@ -7,7 +7,6 @@ printed.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import threading
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from oloproof_core.outputs import pages as views
+from oloproof_core.viewer.links import ExportLinks, ServedLinks
 from oloproof_core.model.errors import ConfigError
 
 META_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'"
@@ -64,63 +64,6 @@ def link(href: str | None, text: Any) -> Any:
     if href is None:
         return Markup('<span class="elsewhere" title="not in this file">{}</span>').format(escape(text))
     return Markup('<a href="{}">{}</a>').format(href, escape(text))
-
-
-class ServedLinks:
-    """URLs of the served viewer."""
-
-    def home(self) -> str:
-        return "/"
-
-    def run(self, run_id: str) -> str:
-        return f"/runs/{quote(run_id, safe='')}"
-
-    def case(self, run_id: str, case_id: str) -> str:
-        return f"/runs/{quote(run_id, safe='')}/cases/{quote(case_id, safe='')}"
-
-    def object(self, object_id: str) -> str:
-        return f"/objects/{quote(object_id, safe='')}"
-
-    def page(self, cases: dict, page: int) -> str:
-        query = {k: v for k, v in cases["filters"].items() if v}
-        return "?" + urlencode({**query, "page": page})
-
-    def sort(self, cases: dict, column: str) -> str:
-        """The cases table sorted by ``column``; the same column again reverses the order."""
-        query = {k: v for k, v in cases["filters"].items() if v and k not in ("sort", "desc")}
-        again = cases["filters"]["sort"] == column and not cases["filters"]["desc"]
-        return "?" + urlencode({**query, "sort": column, **({"desc": "1"} if again else {})})
-
-    def compare(self, candidate: str, baseline: str) -> str:
-        return "/compare?" + urlencode([("run", candidate), ("run", baseline)])
-
-
-class ExportLinks:
-    """Links inside one exported file: the cases it holds are anchors, the rest plain text ids."""
-
-    def __init__(self, runs_inside: set[str]):
-        self.runs_inside = runs_inside
-
-    def home(self) -> str:
-        return "#"
-
-    def run(self, run_id: str) -> str | None:
-        return "#" if run_id in self.runs_inside else None
-
-    def case(self, run_id: str, case_id: str) -> str | None:
-        return f"#case-{quote(case_id, safe='')}" if run_id in self.runs_inside else None
-
-    def object(self, object_id: str) -> str | None:
-        return None
-
-    def page(self, cases: dict, page: int) -> str:
-        return "#"
-
-    def sort(self, cases: dict, column: str) -> None:
-        return None
-
-    def compare(self, candidate: str, baseline: str) -> None:
-        return None
 
 
 class Pages:
@@ -221,6 +164,12 @@ class Pages:
         view = browse.pair_view(self.store, self.records, candidate, baseline, show)
         return self.render("compare.html", links, v=view)
 
+    def suite(self, query: dict, links: Any) -> str:
+        """Each metric across the runs of one suite (``?system=NAME&config=FILE``): the runs list links it."""
+        from oloproof_core.outputs.suite import suite_view
+
+        return self.render("suite.html", links, v=suite_view(self.store, query.get("system") or "", query.get("config")))
+
     def case(self, run_id: str, case_id: str, links: Any) -> str:
         run_id = self.store.resolve_run(run_id)
         return self.render("case.html", links, c=views.case_view(self.store, self.records, run_id, case_id))
@@ -320,6 +269,7 @@ def make_app(store: Any, plugins: Any, names: Any = None, log: Any = None) -> An
                        page(lambda r: pages.case(r.match_info["run"], r.match_info["case"], links)))
     app.router.add_get("/objects/{object}", page(lambda r: pages.object(r.match_info["object"], links)))
     app.router.add_get("/compare", page(lambda r: pages.compare(r.query, links)))
+    app.router.add_get("/suite", page(lambda r: pages.suite(dict(r.query), links)))
     return app
 
 
