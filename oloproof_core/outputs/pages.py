@@ -120,16 +120,17 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
     return out
 
 
-def run_view(store: Any, plugins: Any, run_id: str, records: list[dict] | None = None) -> dict:
+def run_view(store: Any, plugins: Any, run_id: str, records: list[dict] | None = None, read: bool = True) -> dict:
     """The run's ``oloproof.run`` document (what --json writes), with what its page adds: the
     interval plots, the slice panels, the child runs and the criteria of the cases table.
     ``records`` None: a run too large to read at once for a page, so no slice panels, and the
-    missing cases' reasons counted in one streaming pass (``whole`` False)."""
+    missing cases' reasons counted in one streaming pass (``whole`` False), or not at all when
+    ``read`` is False (a page served before that pass)."""
     from oloproof_core.results.view import run_view as run_document
 
     header, summary = store.get_run(run_id)
     rows = records if records is not None else []
-    document = run_document(header, summary, rows if records is not None else store.run_cases(run_id))
+    document = run_document(header, summary, rows if records is not None or not read else store.run_cases(run_id))
     metrics = {}
     for criterion, name in header.get("metrics", {}).items():
         try:

@@ -118,7 +118,7 @@ class Pages:
             if (header.get("cases") or 0) <= WHOLE:
                 view = self.whole_view(run_id, list(self.store.run_cases(run_id)))
             else:
-                view = {**views.run_view(self.store, self.plugins, run_id, records=[]), "pending": True,
+                view = {**views.run_view(self.store, self.plugins, run_id, read=False), "pending": True,
                         "failures": None}
                 threading.Thread(target=self.read_large, args=(run_id, view), daemon=True).start()
             self.keep(run_id, view)
