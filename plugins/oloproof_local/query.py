@@ -107,7 +107,6 @@ class Query:
                 if not os.access(self.root, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
                     raise PermissionError(str(path))
                 db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=60)
-                db.execute("PRAGMA journal_mode=WAL")
             except (OSError, sqlite3.OperationalError):  # a store this user may only read: a private index
                 handle, name = tempfile.mkstemp(prefix="oloproof-index-", suffix=".db")
                 os.close(handle)
