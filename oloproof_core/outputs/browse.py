@@ -1,9 +1,8 @@
-"""What the viewer adds for browsing results day to day: the run page's failures, its search text
-and column sorts, and the runs list's identities, headline metrics and differing settings.
+"""What the viewer adds for browsing results day to day: the run page's failures, the runs list's
+identities, headline metrics and differing settings, and two runs side by side.
 
-Plain data, as in :mod:`oloproof_core.outputs.pages`; a run's search text and sort orders are
-built once per run and kept with its records (``Records.derived``), so a page is a pass over
-precomputed strings, never a parse of the run.
+Plain data, as in :mod:`oloproof_core.outputs.pages`. The run page's search, filters and sorts
+are the store's (``query_cases``, :mod:`oloproof_core.storage.query`), never a scan here.
 """
 
 from __future__ import annotations
@@ -15,24 +14,6 @@ from typing import Any
 from oloproof_core.outputs.pages import dump_text, status_of
 
 FAILURES_SHOWN = 20
-RANK = {"failed": 0, "missing": 1, "scored": 2, "passed": 3, "excluded": 4, "": 5}
-
-
-def order_by(records: list[dict], column: str) -> list[int]:
-    """Record indexes sorted by a cases-table column: ``case`` (the id) or a criterion (failed,
-    missing, scored (lowest first), passed, excluded, then cases without it)."""
-    if column == "case":
-        return sorted(range(len(records)), key=lambda i: records[i]["id"])
-
-    def key(i: int) -> tuple:
-        judgment = (records[i].get("judgments") or {}).get(column)
-        status = status_of(judgment) if judgment else ""
-        value = judgment.get("value") if judgment else None
-        return (RANK[status], value if isinstance(value, (int, float)) else 0.0)
-
-    return sorted(range(len(records)), key=key)
-
-
 def gating_criteria(document: dict, criteria: list[str]) -> list[str]:
     """The criteria the gate's rules decide on (every criterion when the run has no rules)."""
     gated = [d["metric"] for d in document.get("decisions", []) if d.get("metric") in criteria]

@@ -15,7 +15,7 @@ from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.records import Judgment
 from oloproof_core.model.retrieval import context_names, unit_key
 
-from oloproof_core.storage.query import STATUSES, case_text as search_text, dump_text, query_cases, status_of  # noqa: F401
+from oloproof_core.storage.query import STATUSES, dump_text, query_cases, status_of  # noqa: F401 - the viewer reads them here
 
 PER_PAGE = 50
 
@@ -148,37 +148,11 @@ def run_view(store: Any, plugins: Any, run_id: str, records: list[dict] | None =
             "children": [h for h in store.list_runs() if h.get("parent") == run_id]}
 
 
-def cases_view(records: list[dict], criteria: list[str], page: int = 1, criterion: str | None = None,
-               status: str | None = None, query: str | None = None, per_page: int = PER_PAGE,
-               sort: str | None = None, desc: bool = False, texts: list[str] | None = None,
-               order: list[int] | None = None) -> dict:
-    """One page of a run's cases, filtered by a criterion's status and a search of the case's text
-    (id, metadata, input, expected, output, reasons and rationales: ``texts``, one lowercased
-    string a record, from :func:`search_text`), in ``order`` (record indexes: a column's sort,
-    :func:`browse.order_by`; the run's order when None)."""
-    needle = (query or "").lower().strip()
-    chosen = []
-    for i in (order if order is not None else range(len(records))):
-        record = records[i]
-        judgments = record.get("judgments", {})
-        if criterion and status:
-            if criterion not in judgments or status_of(judgments[criterion]) != status:
-                continue
-        elif status:
-            if not any(status_of(j) == status for j in judgments.values()) and not (
-                    status == "missing" and "missing" in record):
-                continue
-        if needle and needle not in (texts[i] if texts is not None else search_text(record)):
-            continue
-        chosen.append(record)
-    if desc:
-        chosen.reverse()
-    pages = max(1, -(-len(chosen) // per_page))
-    page = min(max(1, page), pages)
-    shown = chosen[(page - 1) * per_page: page * per_page]
-    return {"total": len(records), "matching": len(chosen), "page": page, "pages": pages,
-            "filters": {"criterion": criterion or "", "status": status or "", "q": query or "",
-                        "sort": sort or "", "desc": "1" if desc else ""},
+def cases_view(records: list[dict], criteria: list[str], per_page: int = PER_PAGE) -> dict:
+    """The first page of records already read, unfiltered (the HTML export: every case of a run)."""
+    shown = records[:per_page]
+    return {"total": len(records), "matching": len(records), "page": 1, "pages": max(1, -(-len(records) // per_page)),
+            "filters": {"criterion": "", "status": "", "q": "", "sort": "", "desc": ""},
             "rows": case_rows(shown, criteria)}
 
 
