@@ -238,6 +238,12 @@ def test_the_viewer_and_the_cache_command_on_the_team_store(team):
         assert "69.2%" in html and "[38.5%, 91.0%]" in html  # the documented answer_correct row
         with urlopen(f"{url}runs/{rid}/cases/money_back", timeout=30) as page:
             assert "Case money_back" in page.read().decode("utf-8")
+        with urlopen(f"{url}runs/{rid}?criterion=answer_correct&status=failed&sort=case&desc=1", timeout=30) as page:
+            table = page.read().decode("utf-8").split('<table id="cases">')[1].split("</table>")[0]
+            failed = re.findall(r'<tr><td><a href="/runs/[^/]+/cases/([^"]+)"', table)
+        assert failed == ["security_review", "seat_count", "refund_review", "money_back"], "the server filters and sorts"
+        with urlopen(f"{url}runs/{rid}?q=money_back", timeout=30) as page:  # through the tsvector index
+            assert "1 of 13 cases" in page.read().decode("utf-8")
         from urllib.error import HTTPError
         from urllib.request import Request
 
