@@ -14,7 +14,9 @@ search: under 0.5 s a page) and to ``oloproof inspect RUN_ID`` (a whole process 
 With ``--large N``: a second project of N cases, served by a viewer of its own: its run page's
 first load (target: at most 1 s, and at most 2x the first load of the small run's page, measured in
 the same run), then 100 pages of its cases table one after another, and the viewer's resident
-memory after them (target: 200 MB). Informative only: exits 0 whatever the figures are.
+memory after them (target: 200 MB); then how long until its failures are listed (the background
+pass that builds the store's index of the run), and the viewer's peak memory by then.
+Informative only: exits 0 whatever the figures are.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ def fetch(url: str) -> float:
     with urlopen(url, timeout=120) as response:
         response.read()
     return time.perf_counter() - start
+
+
+def read(url: str) -> str:
+    with urlopen(url, timeout=120) as response:
+        return response.read().decode("utf-8")
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
@@ -123,9 +130,16 @@ def large(n: int, small_first: float) -> None:
                 fetch(f"{viewer.base}/runs/{run_id}?page={page * 97}")
             paging = (time.perf_counter() - start) / 100
             now, peak = rss_mb(viewer.proc.pid)
+            while 'id="failing"' not in (text := read(f"{viewer.base}/runs/{run_id}")) and 'id="reading"' in text \
+                    and time.perf_counter() - start < 1800:
+                time.sleep(5)
+            listed = time.perf_counter() - start
+            _, peak_after = rss_mb(viewer.proc.pid)
     print(f"A {n:,}-case run: run page first load {first:.3f} s (target <= 1 s), {first / small_first:.2f}x the "
           f"small run's first load (target <= 2); 100 pages of its cases table {paging:.3f} s a page; viewer RSS "
           f"after them {now:.0f} MB, peak {peak:.0f} MB (target <= 200 MB)")
+    print(f"  its failures listed by the background pass (which builds the store's index) "
+          f"{listed:.0f} s after the first page; viewer peak RSS by then {peak_after:.0f} MB")
 
 
 if __name__ == "__main__":
