@@ -32,6 +32,7 @@ from oloproof_core.storage.runs import (
     unsigned, valid_run_id, verdict, write_run, listed_runs,
 )
 from oloproof_core.storage.checksums import checked_object
+from oloproof_core.storage.query import RANK as STATUS_RANK, case_text, case_words, cells as case_cells, checked_query
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
 from oloproof_core.engine.claims import ClaimJudge, ClaimOptions
@@ -46,6 +47,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PAGE",
+    "STATUS_RANK",
+    "case_cells",
+    "case_text",
+    "case_words",
+    "checked_query",
     "QUARANTINED",
     "checked_seal",
     "key_needed",

@@ -369,3 +369,164 @@ def test_the_headroom_page_draws_each_interval_and_links_the_cases_fixed_and_bro
         assert printed.startswith(f"Headroom on answer_correct: 13 cases of {headroom['base_id']}")
     finally:
         assert viewer.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """10,000 cases: every seventh answered wrong, ten metadata groups."""
+    project = Project(tmp_path_factory.mktemp("big"))
+    project.write("app.py", """
+        from oloproof import system
+
+        @system(name="big", version="1")
+        def run(input):
+            return {"answer": "no" if input["n"] % 7 == 0 else "ok"}
+    """)
+    project.write("oloproof.yaml", """
+        system:
+          callable: app:run
+        cases: cases.jsonl
+        evaluators:
+          - {type: contains, criterion: ok, field: answer, expected_field: answer}
+    """)
+    project.cases([{"id": f"case-{i:05d}", "input": {"n": i, "question": f"question number {i}"},
+                    "expected": {"answer": "ok"}, "metadata": {"group": f"g{i % 10}"}} for i in range(10_000)])
+    result = project.run("run")
+    assert result.code == 0, result
+    return {"dir": project.root, "run_id": RUN_ID.search(result.out).group(0)}
+
+
+@pytest.mark.browser
+def test_sort_filter_and_search_return_the_right_cases_of_a_10000_case_run(browser, big):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    viewer = Viewer(big["dir"])
+    try:
+        page = visit(browser, f"{viewer.url}/runs/{big['run_id']}")
+        assert "1429 cases failing or missing ok" in page.find_element(By.ID, "failures").text
+        Select(page.find_element(By.NAME, "criterion")).select_by_visible_text("ok")
+        Select(page.find_element(By.NAME, "status")).select_by_visible_text("failed")
+        page.find_element(By.CSS_SELECTOR, "form.filters button").click()
+        failed = visit(browser, browser.current_url)
+        assert "1429 of 10000 cases" in failed.page_source
+        assert [r[0] for r in cells(failed, "cases")][:3] == ["case-00000", "case-00007", "case-00014"]
+        failed.find_element(By.LINK_TEXT, "next").click()
+        second = visit(browser, browser.current_url)
+        assert [r[0] for r in cells(second, "cases")][0] == f"case-{7 * 50:05d}"
+
+        page = visit(browser, f"{viewer.url}/runs/{big['run_id']}")
+        page.find_element(By.NAME, "q").send_keys("question 4242")
+        page.find_element(By.CSS_SELECTOR, "form.filters button").click()
+        found = visit(browser, browser.current_url)
+        assert [r[0] for r in cells(found, "cases")] == ["case-04242"]
+        found.find_element(By.NAME, "q").clear()
+        found.find_element(By.NAME, "q").send_keys("g3")  # a metadata group: 1,000 cases
+        found.find_element(By.CSS_SELECTOR, "form.filters button").click()
+        group = visit(browser, browser.current_url)
+        assert "1000 of 10000 cases" in group.page_source
+
+        page = visit(browser, f"{viewer.url}/runs/{big['run_id']}")
+        page.find_element(By.CSS_SELECTOR, "#cases th a[title='sort by case']").click()
+        page = visit(browser, browser.current_url)
+        page.find_element(By.CSS_SELECTOR, "#cases th a[title='sort by case']").click()  # again: reversed
+        reversed_ = visit(browser, browser.current_url)
+        assert [r[0] for r in cells(reversed_, "cases")][:2] == ["case-09999", "case-09998"]
+        reversed_.find_element(By.CSS_SELECTOR, "#cases th a[title='sort by ok']").click()
+        by_ok = visit(browser, browser.current_url, "browse")
+        shown = cells(by_ok, "cases")
+        assert [r[1] for r in shown] == ["failed"] * 50 and shown[0][0] == "case-00000", "failed first"
+    finally:
+        assert viewer.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def changed(tmp_path_factory):
+    """Two runs of a small RAG system whose second version retrieves another document for every
+    case and answers one of them wrong."""
+    project = Project(tmp_path_factory.mktemp("changed"))
+    project.write("app.py", """
+        import os
+        from oloproof import Passage, Retrieval, current_case, system
+
+        @system(name="rag", version=os.environ.get("V", "1"), records=("retrieval/v1",))
+        def run(input):
+            second = os.environ.get("V") == "2"
+            docs = ("blog", "faq") if second else ("faq", "policy")
+            current_case().retrieval(Retrieval(query=input["q"], depth=2,
+                                               candidates=tuple(Passage(doc_id=d, score=0.9 - 0.1 * n)
+                                                                for n, d in enumerate(docs))))
+            if second and input["q"].startswith("how long"):
+                return {"answer": "Refunds are handled by the billing team."}
+            return {"answer": "Refunds take 14 days from the day we receive the item."}
+    """)
+    project.write("oloproof.yaml", """
+        system:
+          callable: app:run
+        cases: cases.jsonl
+        evaluators:
+          - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+    """)
+    project.cases([{"id": "refund_time", "input": {"q": "how long do refunds take"}, "expected": {"answer": "14 days"}},
+                   {"id": "refund_rule", "input": {"q": "can I get a refund"}, "expected": {"answer": "14 days"}}])
+    first = RUN_ID.search(project.run("run").out).group(0)
+    second = RUN_ID.search(project.run("run", env={"V": "2"}).out).group(0)
+    return {"dir": project.root, "first": first, "second": second}
+
+
+@pytest.mark.browser
+def test_the_compare_form_opens_the_side_by_side_diff_of_a_changed_case(browser, changed):
+    from selenium.webdriver.common.by import By
+
+    viewer = Viewer(changed["dir"])
+    try:
+        runs = visit(browser, viewer.url + "/")
+        for box in runs.find_elements(By.CSS_SELECTOR, "#compare-form input[type=checkbox]"):
+            box.click()
+        runs.find_element(By.CSS_SELECTOR, "#compare-form button[type=submit]").click()
+        pair = visit(browser, browser.current_url, "pair")
+        assert "/compare?" in pair.current_url
+        assert changed["second"] in pair.find_element(By.CSS_SELECTOR, "div.side p").text, "the newer run is the candidate"
+        case = pair.find_element(By.ID, "pair-refund_time")
+        assert "broken" in case.find_element(By.TAG_NAME, "h3").text
+        deleted = [e.text for e in case.find_elements(By.TAG_NAME, "del")]
+        inserted = [e.text for e in case.find_elements(By.TAG_NAME, "ins")]
+        assert any("14 days" in d for d in deleted) and any("billing team" in i for i in inserted)
+        retrievals = [[r[1] for r in cells_of(t)] for t in case.find_elements(By.CSS_SELECTOR, "table.retrieval")]
+        assert retrievals == [["faq", "policy"], ["blog", "faq"]]
+        verdicts = cells_of(case.find_element(By.CSS_SELECTOR, "table.verdicts"))
+        assert verdicts == [["answer_correct", "passed", "", "failed", "expected_text_not_found"]]
+        assert not pair.find_elements(By.ID, "pair-refund_rule"), "same output and verdict: not a changed case"
+        pair.find_element(By.PARTIAL_LINK_TEXT, "fixed").click()
+        fixed = visit(browser, browser.current_url)
+        assert not fixed.find_elements(By.ID, "pair-refund_time")
+    finally:
+        assert viewer.stop() == 0
+
+
+def cells_of(table) -> list[list[str]]:
+    from selenium.webdriver.common.by import By
+
+    return [[c.text.strip() for c in row.find_elements(By.TAG_NAME, "td")]
+            for row in table.find_elements(By.TAG_NAME, "tr")[1:]]
+
+
+@pytest.mark.browser
+def test_the_suite_page_draws_the_trend_of_each_metric(browser, example):
+    from selenium.webdriver.common.by import By
+
+    viewer = Viewer(example["dir"])
+    try:
+        runs = visit(browser, viewer.url + "/")
+        runs.find_element(By.CSS_SELECTOR, "a.suite").click()
+        suite = visit(browser, browser.current_url, "suite")
+        chart = suite.find_element(By.ID, "trend-answer_correct")
+        assert len(chart.find_elements(By.CSS_SELECTOR, "circle.estimate")) == 2
+        assert len(chart.find_elements(By.CSS_SELECTOR, "line.interval")) == 2
+        assert chart.find_elements(By.CSS_SELECTOR, "line.threshold")
+        ticks = [t.text for t in chart.find_elements(By.CSS_SELECTOR, "text.tick")]
+        assert ticks == ["0", "0.25", "0.5", "0.75", "1"]
+        listed = [r[1] for r in cells_of(chart.find_element(By.CSS_SELECTOR, "table.trend-table"))]
+        assert listed == [example["base_id"], example["cand_id"]]
+    finally:
+        assert viewer.stop() == 0

@@ -295,3 +295,108 @@ def test_a_changed_case_shows_both_outputs_and_a_word_diff(tmp_path):
         assert 'id="pair-a"' not in fixed
     finally:
         served.close()
+
+
+# -- the suite page, the side-by-side judgments and retrievals, a large run's page ------------------
+
+def test_the_suite_page_draws_each_metric_across_the_suite_s_runs(demo):
+    served = demo["served"]
+    runs = served.get("/")
+    link = re.search(r'<a class="suite" href="([^"]+)"', runs)
+    assert link, "the runs list links each run's suite"
+    page = served.get(html.unescape(link.group(1)))
+    assert "Suite support-rag" in page and "oloproof.yaml" in page
+    trend = re.search(r'<section class="trend" id="trend-answer_correct">(.*?)</section>', page, re.S).group(1)
+    assert trend.count('<circle class="estimate"') == 2, "one point a run; the diagnosis's child runs are not the suite's"
+    assert trend.count('<line class="interval"') == 2 and '<line class="axis"' in trend
+    assert [t for t in re.findall(r'<text class="tick"[^>]*>([^<]+)</text>', trend)] == ["0", "0.25", "0.5", "0.75", "1"]
+    assert '<line class="threshold"' in trend, "the gated metric's threshold is drawn"
+    rows = [r[1] for r in table(trend.replace('class="trend-table"', 'id="t"'), "t")]
+    assert rows == [demo["base"], demo["cand"]], "oldest first"
+    from urllib.error import HTTPError
+
+    with pytest.raises(HTTPError) as unknown:
+        served.get("/suite?system=nothing&config=x.yaml")
+    assert unknown.value.code == 404
+    unknown.value.close()
+
+
+def test_a_changed_case_shows_both_judgments_and_both_retrievals(tmp_path):
+    project = Project(tmp_path)
+    project.write("app.py", """
+        import os
+        from oloproof import Passage, Retrieval, current_case, system
+
+        @system(name="rag", version=os.environ.get("V", "1"), records=("retrieval/v1",))
+        def run(input):
+            docs = ("faq", "policy") if os.environ.get("V") != "2" else ("blog",)
+            current_case().retrieval(Retrieval(query=input["q"], depth=2,
+                                               candidates=tuple(Passage(doc_id=d, score=0.5) for d in docs)))
+            return {"answer": "refunds take 14 days" if os.environ.get("V") != "2" else "no idea"}
+    """)
+    project.write("oloproof.yaml", """
+        system:
+          callable: app:run
+        cases: cases.jsonl
+        evaluators:
+          - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+    """)
+    project.cases([{"id": "a", "input": {"q": "how long do refunds take"}, "expected": {"answer": "14 days"}}])
+    first = RUN_ID.search(project.run("run").out).group(0)
+    second = RUN_ID.search(project.run("run", env={"V": "2"}).out).group(0)
+    served = Served(tmp_path)
+    try:
+        page = served.get("/compare?" + urlencode([("run", first), ("run", second)]))
+    finally:
+        served.close()
+    body = re.search(r'<section class="pair" id="pair-a">(.*?)</section>', page, re.S).group(1)
+    before = re.search(r'<table class="retrieval baseline">(.*?)</table>', body, re.S).group(1)
+    after = re.search(r'<table class="retrieval candidate">(.*?)</table>', body, re.S).group(1)
+    assert "faq" in before and "policy" in before and "blog" not in before
+    assert "blog" in after and "faq" not in after
+    verdicts = re.findall(r'<td class="(passed|failed)">\1</td><td class="why">([^<]*)</td>', body)
+    assert verdicts == [("passed", ""), ("failed", "expected_text_not_found")], "both judgments, with the reason given"
+
+
+def test_a_large_run_s_page_comes_at_once_and_lists_its_failures_when_read(demo, monkeypatch):
+    """A run over WHOLE cases (here lowered to 5) is served from its summary while one background
+    pass finds its failures through the store's index; the page reloads itself until then."""
+    import time
+
+    from oloproof_core.viewer import server
+
+    monkeypatch.setattr(server, "WHOLE", 5)
+    served = Served(demo["dir"])
+    try:
+        first = served.get(f"/runs/{demo['base']}")
+        assert table(first, "cases"), "the cases table is there at once"
+        if 'id="reading"' in first:
+            assert '<meta http-equiv="refresh" content="5">' in first
+        assert "Slices" in first and "not drawn for a run this large" in first
+        for _ in range(600):  # the background pass, on a loaded machine
+            page = served.get(f"/runs/{demo['base']}")
+            if 'id="failing"' in page:
+                break
+            time.sleep(0.1)
+        assert 'id="failing"' in page, re.search(r'<h2 id="failures">.*?</p>', page, re.S).group(0)
+        assert sorted(r[0] for r in table(page, "failing")) == sorted(
+            ["money_back", "refund_review", "security_review", "seat_count"])
+        assert 'http-equiv="refresh"' not in page
+    finally:
+        served.close()
+
+
+def test_a_store_without_query_cases_is_scanned_with_the_same_answers(tmp_path):
+    from oloproof_jsonfolder_store import JsonFolderStore, Options
+    from oloproof_local import LocalStore, Options as LocalOptions
+
+    from oloproof.testing import SUMMARY, run_header
+    from oloproof_core.storage.contract_query import QUERIED, QUERIES, queried_records
+    from oloproof_core.storage.query import query_cases
+
+    folder, local = JsonFolderStore(Options(path="store"), tmp_path), LocalStore(LocalOptions(), tmp_path)
+    assert not hasattr(folder, "query_cases")
+    for store in (folder, local):
+        store.save_run(run_header(QUERIED, 40), queried_records(), SUMMARY)
+    for query in QUERIES:
+        assert query_cases(folder, QUERIED, **query) == local.query_cases(QUERIED, **query), query

@@ -1,9 +1,8 @@
-"""What the viewer adds for browsing results day to day: the run page's failures, its search text
-and column sorts, and the runs list's identities, headline metrics and differing settings.
+"""What the viewer adds for browsing results day to day: the run page's failures, the runs list's
+identities, headline metrics and differing settings, and two runs side by side.
 
-Plain data, as in :mod:`oloproof_core.outputs.pages`; a run's search text and sort orders are
-built once per run and kept with its records (``Records.derived``), so a page is a pass over
-precomputed strings, never a parse of the run.
+Plain data, as in :mod:`oloproof_core.outputs.pages`. The run page's search, filters and sorts
+are the store's (``query_cases``, :mod:`oloproof_core.storage.query`), never a scan here.
 """
 
 from __future__ import annotations
@@ -15,24 +14,6 @@ from typing import Any
 from oloproof_core.outputs.pages import dump_text, status_of
 
 FAILURES_SHOWN = 20
-RANK = {"failed": 0, "missing": 1, "scored": 2, "passed": 3, "excluded": 4, "": 5}
-
-
-def order_by(records: list[dict], column: str) -> list[int]:
-    """Record indexes sorted by a cases-table column: ``case`` (the id) or a criterion (failed,
-    missing, scored (lowest first), passed, excluded, then cases without it)."""
-    if column == "case":
-        return sorted(range(len(records)), key=lambda i: records[i]["id"])
-
-    def key(i: int) -> tuple:
-        judgment = (records[i].get("judgments") or {}).get(column)
-        status = status_of(judgment) if judgment else ""
-        value = judgment.get("value") if judgment else None
-        return (RANK[status], value if isinstance(value, (int, float)) else 0.0)
-
-    return sorted(range(len(records)), key=key)
-
-
 def gating_criteria(document: dict, criteria: list[str]) -> list[str]:
     """The criteria the gate's rules decide on (every criterion when the run has no rules)."""
     gated = [d["metric"] for d in document.get("decisions", []) if d.get("metric") in criteria]
@@ -169,6 +150,22 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
     return out
 
 
+def judged(record: dict, criterion: str) -> tuple[str, str]:
+    """A case's status on a criterion and what its judge said (reason, else rationale)."""
+    judgment = (record.get("judgments") or {}).get(criterion)
+    if not judgment:
+        return "", ""
+    detail = judgment.get("detail") if isinstance(judgment.get("detail"), dict) else {}
+    return status_of(judgment), str(judgment.get("reason") or detail.get("rationale") or "")
+
+
+def retrieved(record: dict) -> list[dict]:
+    """The passages a case's last retrieval returned, in rank order: doc, chunk and score."""
+    found = ((record.get("artifacts") or {}).get("retrieval/v1") or [None])[-1] or {}
+    return [{"rank": rank, "doc": p.get("doc_id"), "chunk": p.get("chunk_id"), "score": p.get("score")}
+            for rank, p in enumerate(found.get("candidates") or [], 1) if isinstance(p, dict)]
+
+
 PAIR_SHOWN = 50
 CHANGES = ("fixed", "broken", "changed", "output")
 
@@ -202,9 +199,8 @@ def pair_view(store: Any, records: Any, candidate: str, baseline: str, show: str
                           "criteria": [f"{c['criterion']}: {c['baseline']} → {c['candidate']}" for c in changes],
                           "input": (x.get("case") or {}).get("input"), "baseline": before, "candidate": after,
                           "diff": word_diff(before, after),
-                          "verdicts": [(c, status_of(y["judgments"][c]) if c in y.get("judgments", {}) else "",
-                                        status_of(x["judgments"][c]) if c in x.get("judgments", {}) else "")
-                                       for c in criteria]})
+                          "verdicts": [(c, *judged(y, c), *judged(x, c)) for c in criteria],
+                          "retrievals": [retrieved(y), retrieved(x)]})
         policy = (stored[0][1].get("policy") if stored else None) or {}
         return {"cases": cases, "differences": paired_differences(list(new.values()), list(old.values()), policy)}
 

@@ -7,7 +7,6 @@ printed.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -16,21 +15,9 @@ from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.records import Judgment
 from oloproof_core.model.retrieval import context_names, unit_key
 
-STATUSES = ("passed", "failed", "scored", "missing", "excluded")
+from oloproof_core.storage.query import STATUSES, dump_text, query_cases, status_of  # noqa: F401 - the viewer reads them here
+
 PER_PAGE = 50
-
-
-def status_of(judgment: dict) -> str:
-    """passed / failed / scored / missing / excluded, for a stored judgment: a score (ndcg, mrr, a
-    judge's grade) is ``scored``, neither passed nor failed, as the terminal and JUnit read it."""
-    status = judgment.get("status")
-    if status in ("missing", "excluded"):
-        return status
-    if status == "pass":
-        return "passed"
-    if status == "fail":
-        return "failed"
-    return "scored"
 
 
 class Records:
@@ -133,14 +120,17 @@ def slice_rows(header: dict, records: list[dict], metrics: dict, confidence: flo
     return out
 
 
-def run_view(store: Any, records: Records, plugins: Any, run_id: str) -> dict:
+def run_view(store: Any, plugins: Any, run_id: str, records: list[dict] | None = None, read: bool = True) -> dict:
     """The run's ``oloproof.run`` document (what --json writes), with what its page adds: the
-    interval plots, the slice panels, the child runs and the criteria of the cases table."""
+    interval plots, the slice panels, the child runs and the criteria of the cases table.
+    ``records`` None: a run too large to read at once for a page, so no slice panels, and the
+    missing cases' reasons counted in one streaming pass (``whole`` False), or not at all when
+    ``read`` is False (a page served before that pass)."""
     from oloproof_core.results.view import run_view as run_document
 
     header, summary = store.get_run(run_id)
-    rows = records(run_id)
-    document = run_document(header, summary, rows)
+    rows = records if records is not None else []
+    document = run_document(header, summary, rows if records is not None or not read else store.run_cases(run_id))
     metrics = {}
     for criterion, name in header.get("metrics", {}).items():
         try:
@@ -152,67 +142,46 @@ def run_view(store: Any, records: Records, plugins: Any, run_id: str) -> dict:
             "metrics": metric_rows(document),
             "slices": slice_rows(header, rows, metrics, confidence,
                                  {name: m.get("metric") for name, m in summary["metrics"].items()}),
+            "whole": records is not None,
             "min_slice_support": header.get("min_slice_support", 10),
             "criteria": list(header.get("evaluators", {})),
             "children": [h for h in store.list_runs() if h.get("parent") == run_id]}
 
 
-def dump_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+def cases_view(records: list[dict], criteria: list[str], per_page: int = PER_PAGE) -> dict:
+    """The first page of records already read, unfiltered (the HTML export: every case of a run)."""
+    shown = records[:per_page]
+    return {"total": len(records), "matching": len(records), "page": 1, "pages": max(1, -(-len(records) // per_page)),
+            "filters": {"criterion": "", "status": "", "q": "", "sort": "", "desc": ""},
+            "rows": case_rows(shown, criteria)}
 
 
-def search_text(record: dict) -> str:
-    """Everything a search on the run page reads of one case, lowercased: its id, metadata
-    (``key=value``), input, expected, output (of every trial), missing reason, and each judgment's
-    reason and rationale."""
-    case = record.get("case") or {}
-    parts = [record["id"], *(f"{k}={v}" for k, v in (case.get("metadata") or {}).items()),
-             dump_text(case.get("input")), dump_text(case.get("expected")), dump_text(record.get("output")),
-             str(record.get("missing") or "")]
-    for trial in record.get("trials") or []:
-        parts.append(dump_text(trial.get("output")))
-    for judgment in (record.get("judgments") or {}).values():
-        detail = judgment.get("detail") or {}
-        parts += [str(judgment.get("reason") or ""), str(detail.get("rationale") or "")]
-    return "\n".join(parts).lower()
+def case_rows(records: list[dict], criteria: list[str]) -> list[dict]:
+    """The cases table's rows: each case's id, missing reason, and each criterion's status and value."""
+    return [{"id": r["id"], "missing": r.get("missing"),
+             "statuses": [status_of(r["judgments"][c]) if c in r.get("judgments", {}) else "" for c in criteria],
+             "values": [(r["judgments"][c].get("value") if c in r.get("judgments", {}) else None) for c in criteria]}
+            for r in records]
 
 
-def cases_view(records: list[dict], criteria: list[str], page: int = 1, criterion: str | None = None,
-               status: str | None = None, query: str | None = None, per_page: int = PER_PAGE,
-               sort: str | None = None, desc: bool = False, texts: list[str] | None = None,
-               order: list[int] | None = None) -> dict:
-    """One page of a run's cases, filtered by a criterion's status and a search of the case's text
-    (id, metadata, input, expected, output, reasons and rationales: ``texts``, one lowercased
-    string a record, from :func:`search_text`), in ``order`` (record indexes: a column's sort,
-    :func:`browse.order_by`; the run's order when None)."""
-    needle = (query or "").lower().strip()
-    chosen = []
-    for i in (order if order is not None else range(len(records))):
-        record = records[i]
-        judgments = record.get("judgments", {})
-        if criterion and status:
-            if criterion not in judgments or status_of(judgments[criterion]) != status:
-                continue
-        elif status:
-            if not any(status_of(j) == status for j in judgments.values()) and not (
-                    status == "missing" and "missing" in record):
-                continue
-        if needle and needle not in (texts[i] if texts is not None else search_text(record)):
-            continue
-        chosen.append(record)
-    if desc:
-        chosen.reverse()
-    pages = max(1, -(-len(chosen) // per_page))
-    page = min(max(1, page), pages)
-    shown = chosen[(page - 1) * per_page: page * per_page]
-    return {"total": len(records), "matching": len(chosen), "page": page, "pages": pages,
-            "filters": {"criterion": criterion or "", "status": status or "", "q": query or "",
-                        "sort": sort or "", "desc": "1" if desc else ""},
-            "rows": [{"id": r["id"], "missing": r.get("missing"),
-                      "statuses": [status_of(r["judgments"][c]) if c in r.get("judgments", {}) else "" for c in criteria],
-                      "values": [(r["judgments"][c].get("value") if c in r.get("judgments", {}) else None)
-                                 for c in criteria]}
-                     for r in shown]}
+def cases_page(store: Any, run_id: str, criteria: list[str], page: int = 1, criterion: str | None = None,
+               status: str | None = None, query: str | None = None, sort: str | None = None, desc: bool = False,
+               per_page: int = PER_PAGE) -> dict:
+    """One page of a run's cases table from the store (``query_cases``: an index where the store
+    has one, a scan where it has not), never the whole run in memory."""
+    ask = {"search": query or None, "criterion": criterion if status else None, "status": status, "sort": sort,
+           "desc": desc, "limit": per_page}
+    page = max(1, page)
+    found = query_cases(store, run_id, offset=(page - 1) * per_page, **ask)
+    pages = max(1, -(-found["matching"] // per_page))
+    if page > pages:
+        page = pages
+        found = query_cases(store, run_id, offset=(page - 1) * per_page, **ask)
+    total = store.get_run(run_id)[0].get("cases")
+    return {"total": found["matching"] if total is None else total, "matching": found["matching"], "page": page,
+            "pages": pages, "filters": {"criterion": criterion or "", "status": status or "", "q": query or "",
+                                        "sort": sort or "", "desc": "1" if desc else ""},
+            "rows": case_rows(found["records"], criteria)}
 
 
 def _relevance(case: dict) -> list[dict]:
@@ -239,9 +208,8 @@ def _relevant_mark(item: dict, labels: list[dict], unit: str) -> str:
 
 def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
     header, _ = store.get_run(run_id)
-    index = getattr(records, "derived", None)  # Records: an index by id, built once; a plain callable: a scan
-    record = (index(run_id, "by id", lambda rows: {r["id"]: r for r in reversed(rows)}).get(case_id) if index
-              else next((r for r in records(run_id) if r["id"] == case_id), None))
+    record = (store.run_case(run_id, case_id) if hasattr(store, "run_case")  # one row, by its index
+              else next((r for r in store.run_cases(run_id) if r["id"] == case_id), None))
     if record is None:
         raise ConfigError(f"run {run_id} has no case {case_id!r}", fix="pick a case from the run's page")
     case = record.get("case") or {}

@@ -29,11 +29,12 @@ import pytest
 from oloproof_core.model.errors import ConfigError, OloproofError
 from oloproof_core.storage.contract_data import SUMMARY, case_records, run_header
 from oloproof_core.storage.contract_keys import KeyedContract
+from oloproof_core.storage.contract_query import QueryContract
 
-__all__ = ["SUMMARY", "KeyedContract", "StoreContract", "case_records", "run_header"]
+__all__ = ["SUMMARY", "KeyedContract", "QueryContract", "StoreContract", "case_records", "run_header"]
 
 
-class StoreContract(KeyedContract):
+class StoreContract(KeyedContract, QueryContract):
     """The tests every store passes. Subclass it (a name starting with ``Test``) and define the
     ``open_store`` fixture; optionally ``tamper``."""
 

@@ -11,14 +11,17 @@ file.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from oloproof_core.outputs import pages as views
+from oloproof_core.viewer.links import ExportLinks, ServedLinks
 from oloproof_core.model.errors import ConfigError
 
 META_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'"
 CSP = META_CSP + "; frame-ancestors 'none'"  # frame-ancestors only counts as a header
+WHOLE = 20_000  # a run of up to this many cases is read at once for its page (slices, failures)
+KEPT_VIEWS = 16  # run pages' data kept (a few KB each: never a run's records)
 
 
 def environment() -> Any:
@@ -63,69 +66,13 @@ def link(href: str | None, text: Any) -> Any:
     return Markup('<a href="{}">{}</a>').format(href, escape(text))
 
 
-class ServedLinks:
-    """URLs of the served viewer."""
-
-    def home(self) -> str:
-        return "/"
-
-    def run(self, run_id: str) -> str:
-        return f"/runs/{quote(run_id, safe='')}"
-
-    def case(self, run_id: str, case_id: str) -> str:
-        return f"/runs/{quote(run_id, safe='')}/cases/{quote(case_id, safe='')}"
-
-    def object(self, object_id: str) -> str:
-        return f"/objects/{quote(object_id, safe='')}"
-
-    def page(self, cases: dict, page: int) -> str:
-        query = {k: v for k, v in cases["filters"].items() if v}
-        return "?" + urlencode({**query, "page": page})
-
-    def sort(self, cases: dict, column: str) -> str:
-        """The cases table sorted by ``column``; the same column again reverses the order."""
-        query = {k: v for k, v in cases["filters"].items() if v and k not in ("sort", "desc")}
-        again = cases["filters"]["sort"] == column and not cases["filters"]["desc"]
-        return "?" + urlencode({**query, "sort": column, **({"desc": "1"} if again else {})})
-
-    def compare(self, candidate: str, baseline: str) -> str:
-        return "/compare?" + urlencode([("run", candidate), ("run", baseline)])
-
-
-class ExportLinks:
-    """Links inside one exported file: the cases it holds are anchors, the rest plain text ids."""
-
-    def __init__(self, runs_inside: set[str]):
-        self.runs_inside = runs_inside
-
-    def home(self) -> str:
-        return "#"
-
-    def run(self, run_id: str) -> str | None:
-        return "#" if run_id in self.runs_inside else None
-
-    def case(self, run_id: str, case_id: str) -> str | None:
-        return f"#case-{quote(case_id, safe='')}" if run_id in self.runs_inside else None
-
-    def object(self, object_id: str) -> str | None:
-        return None
-
-    def page(self, cases: dict, page: int) -> str:
-        return "#"
-
-    def sort(self, cases: dict, column: str) -> None:
-        return None
-
-    def compare(self, candidate: str, baseline: str) -> None:
-        return None
-
-
 class Pages:
     """Renders each page from the store; one instance per viewer process."""
 
     def __init__(self, store: Any, plugins: Any):
         self.store, self.plugins = store, plugins
         self.records = views.Records(store)
+        self.views: dict[str, dict] = {}  # run id -> its page's data (KEPT_VIEWS at most)
         self.env = environment()
 
     def render(self, template: str, links: Any, **context: Any) -> str:
@@ -145,8 +92,6 @@ class Pages:
         return self.render("runs.html", links, view=view, objects=objects)
 
     def run(self, run_id: str, query: dict, links: Any) -> str:
-        from oloproof_core.outputs import browse
-
         run_id = self.store.resolve_run(run_id)
         view = self.run_page(run_id)
         try:
@@ -157,24 +102,53 @@ class Pages:
         criterion = query.get("criterion") if query.get("criterion") in view["criteria"] else None
         sort = query.get("sort") if query.get("sort") in ("case", *view["criteria"]) else None
         q = (query.get("q") or "").strip()
-        texts = self.records.derived(run_id, "text", lambda rs: [views.search_text(r) for r in rs]) if q else None
-        order = self.records.derived(run_id, ("sort", sort), lambda rs: browse.order_by(rs, sort)) if sort else None
-        cases = views.cases_view(self.records(run_id), view["criteria"], page, criterion, status, q, sort=sort,
-                                 desc=bool(query.get("desc")), texts=texts, order=order)
+        cases = views.cases_page(self.store, run_id, view["criteria"], page, criterion, status, q, sort=sort,
+                                 desc=bool(query.get("desc")))
         return self.render("run.html", links, view=view, cases=cases)
 
     def run_page(self, run_id: str) -> dict:
-        """The run's page data, computed once per run (the slices read every case); its child
-        runs, which a diagnosis may add while the viewer runs, are listed on each request."""
+        """The run's page data, computed once per run; its child runs, which a diagnosis may add
+        while the viewer runs, are listed on each request. A run of up to ``WHOLE`` cases is read
+        at once for it (slices, failures); a larger one's page is served at once from its summary
+        while one background pass counts its missing cases and finds its failures (through the
+        store's index), and the page says so until that pass is done."""
+        view = self.views.get(run_id)
+        if view is None:
+            header, _ = self.store.get_run(run_id)
+            if (header.get("cases") or 0) <= WHOLE:
+                view = self.whole_view(run_id, list(self.store.run_cases(run_id)))
+            else:
+                view = {**views.run_view(self.store, self.plugins, run_id, read=False), "pending": True,
+                        "failures": None}
+                threading.Thread(target=self.read_large, args=(run_id, view), daemon=True).start()
+            self.keep(run_id, view)
+        return {**view, "children": [h for h in self.store.list_runs() if h.get("parent") == run_id]}
+
+    def keep(self, run_id: str, view: dict) -> None:
+        self.views[run_id] = view
+        while len(self.views) > KEPT_VIEWS:
+            self.views.pop(next(iter(self.views)))
+
+    def whole_view(self, run_id: str, records: list[dict] | None) -> dict:
         from oloproof_core.outputs import browse
 
-        def build(records: list[dict]) -> dict:
-            view = views.run_view(self.store, self.records, self.plugins, run_id)
-            gated = browse.gating_criteria(view["document"], view["criteria"])
-            return {**view, "failures": browse.failures(records, gated)}
+        view = views.run_view(self.store, self.plugins, run_id, records)
+        gated = browse.gating_criteria(view["document"], view["criteria"])
+        if records is not None:  # read already: no index needed for the first page
+            failures = browse.failures(records, gated)
+        else:
+            found = views.query_cases(self.store, run_id, failing=gated, limit=browse.FAILURES_SHOWN)
+            failures = {**browse.failures(found["records"], gated), "count": found["matching"]}
+        return {**view, "failures": failures, "pending": False}
 
-        view = self.records.derived(run_id, "view", build)
-        return {**view, "children": [h for h in self.store.list_runs() if h.get("parent") == run_id]}
+    def read_large(self, run_id: str, quick: dict) -> None:
+        """The background pass of a large run's page (see ``run_page``)."""
+        try:
+            self.keep(run_id, self.whole_view(run_id, None))
+        except Exception as exc:  # noqa: BLE001 - the page says it, and the terminal has the line
+            from oloproof_core.model.errors import error_line
+
+            self.keep(run_id, {**quick, "pending": False, "problem": error_line(exc)[0]})
 
     def compare(self, query: Any, links: Any) -> str:
         """Two runs side by side (``?run=A&run=B``, the newer the candidate): the runs list's form."""
@@ -189,6 +163,12 @@ class Pages:
         show = query.get("show") if query.get("show") in browse.CHANGES else None
         view = browse.pair_view(self.store, self.records, candidate, baseline, show)
         return self.render("compare.html", links, v=view)
+
+    def suite(self, query: dict, links: Any) -> str:
+        """Each metric across the runs of one suite (``?system=NAME&config=FILE``): the runs list links it."""
+        from oloproof_core.outputs.suite import suite_view
+
+        return self.render("suite.html", links, v=suite_view(self.store, query.get("system") or "", query.get("config")))
 
     def case(self, run_id: str, case_id: str, links: Any) -> str:
         run_id = self.store.resolve_run(run_id)
@@ -207,8 +187,9 @@ def export_html(store: Any, plugins: Any, target: str) -> str:
         html = pages.env.get_template("object.html").render(links=ExportLinks(set()), exported=True, o=view)
     else:
         run_id = store.resolve_run(target)
-        view = pages.run_page(run_id)
-        records = pages.records(run_id)
+        records = list(store.run_cases(run_id))
+        view = {**pages.whole_view(run_id, records),
+                "children": [h for h in store.list_runs() if h.get("parent") == run_id]}
         cases = views.cases_view(records, view["criteria"], per_page=max(1, len(records)))
         bodies = [views.case_view(store, pages.records, run_id, r["id"]) for r in records]
         html = pages.env.get_template("run.html").render(links=ExportLinks({run_id}), exported=True, view=view,
@@ -232,7 +213,11 @@ def make_app(store: Any, plugins: Any, names: Any = None, log: Any = None) -> An
     from oloproof_core.model.errors import OloproofError, error_line
     from oloproof_core.outputs.report import printable
 
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
     pages, links = Pages(store, plugins), ServedLinks()
+    renderer = ThreadPoolExecutor(1, thread_name_prefix="oloproof-viewer")
     headers = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
     if log is None:
         import sys
@@ -260,8 +245,8 @@ def make_app(store: Any, plugins: Any, names: Any = None, log: Any = None) -> An
 
     def page(render: Any) -> Any:
         async def handler(request: web.Request) -> web.Response:
-            try:
-                body, status = render(request), 200
+            try:  # in the viewer's one rendering thread: a page that reads much never stops the server
+                body, status = await asyncio.get_running_loop().run_in_executor(renderer, render, request), 200
             except ConfigError as exc:  # an unknown run, case or object id
                 body = pages.env.from_string(
                     '{% extends "base.html" %}{% block body %}<h1>Not found</h1><p>{{ problem }}</p>'
@@ -284,6 +269,7 @@ def make_app(store: Any, plugins: Any, names: Any = None, log: Any = None) -> An
                        page(lambda r: pages.case(r.match_info["run"], r.match_info["case"], links)))
     app.router.add_get("/objects/{object}", page(lambda r: pages.object(r.match_info["object"], links)))
     app.router.add_get("/compare", page(lambda r: pages.compare(r.query, links)))
+    app.router.add_get("/suite", page(lambda r: pages.suite(dict(r.query), links)))
     return app
 
 

@@ -24,6 +24,7 @@ from .cache import CHUNK, Caches
 from .connection import CHECK, Connections
 from .integrity import check_store, repair_store
 from .objects import Objects
+from .query import Query
 from .runs import LocalWriter, Runs
 from .schema import CACHE_KIB, CHECKPOINT_PAGES, COLUMNS, SCHEMA, Tables
 
@@ -36,7 +37,7 @@ class Options:
     path: str = ".oloproof"
 
 
-class LocalStore(Connections, Tables, Caches, Runs, Objects):
+class LocalStore(Connections, Tables, Caches, Runs, Query, Objects):
     """Runs, caches and objects in ``<project>/.oloproof/store.db``.
 
     ``read_only = True`` (set before the first use) opens the database read-only: the reading

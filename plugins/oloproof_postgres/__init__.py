@@ -23,6 +23,7 @@ from .cache import CHUNK, Caches
 from .integrity import Check
 from .objects import Objects
 from .pool import RETRIES, Pool
+from .query import Query
 from .runs import PostgresWriter, Runs
 from .signing import Signing
 
@@ -37,7 +38,7 @@ class Options:
     connect_timeout: int = 10  # seconds to reach the server
 
 
-class PostgresStore(Pool, Caches, Runs, Objects, Check, Signing):
+class PostgresStore(Pool, Caches, Runs, Query, Objects, Check, Signing):
     """A store in a PostgreSQL schema, reached through a psycopg connection pool.
 
     ``read_only = True`` (set before the first use) opens read-only transactions only.

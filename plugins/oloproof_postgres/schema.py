@@ -36,6 +36,34 @@ MIGRATIONS = [
     CREATE TABLE {s}.writers (run_id TEXT COLLATE "C" PRIMARY KEY, started DOUBLE PRECISION NOT NULL,
                               host TEXT NOT NULL, pid INTEGER NOT NULL);
     """,
+    # version 4: query_cases: the words a search reads of each case in a GIN index (tsvector), and
+    # a judgment's status rank and value as a sort and a filter read them (storage/query.py)
+    """
+    CREATE FUNCTION {s}.case_words(record TEXT) RETURNS tsvector LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $f$
+    DECLARE r jsonb; t text;
+    BEGIN
+      BEGIN
+        r := record::jsonb;
+        t := concat_ws(' ', r->>'id',
+          (SELECT string_agg(key || '=' || value, ' ') FROM jsonb_each_text(
+             CASE WHEN jsonb_typeof(r->'case'->'metadata') = 'object' THEN r->'case'->'metadata' ELSE '{{}}'::jsonb END)),
+          r->'case'->>'input', r->'case'->>'expected', r->>'output', r->>'missing',
+          jsonb_path_query_array(r, '$.trials[*].output')::text,
+          jsonb_path_query_array(r, '$.judgments.*.reason')::text,
+          jsonb_path_query_array(r, '$.judgments.*.detail.rationale')::text);
+      EXCEPTION WHEN others THEN
+        t := record;
+      END;
+      RETURN to_tsvector('simple', regexp_replace(lower(left(t, 500000)), '[^[:alnum:]]+', ' ', 'g'));
+    END $f$;
+    CREATE FUNCTION {s}.judgment_rank(j jsonb) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+      SELECT CASE WHEN j IS NULL THEN 5 ELSE CASE j->>'status' WHEN 'fail' THEN 0 WHEN 'missing' THEN 1
+             WHEN 'pass' THEN 3 WHEN 'excluded' THEN 4 ELSE 2 END END $f$;
+    CREATE FUNCTION {s}.judgment_value(j jsonb) RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+      SELECT CASE jsonb_typeof(j->'value') WHEN 'number' THEN (j->>'value')::double precision
+             WHEN 'boolean' THEN CASE WHEN (j->'value')::boolean THEN 1.0 ELSE 0.0 END ELSE 0.0 END $f$;
+    CREATE INDEX run_cases_words ON {s}.run_cases USING GIN ({s}.case_words(record));
+    """,
 ]
 VERSION = len(MIGRATIONS)
 UPGRADE = "upgrade oloproof on this machine (pip install -U 'oloproof[postgres]')"

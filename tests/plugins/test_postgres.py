@@ -238,6 +238,12 @@ def test_the_viewer_and_the_cache_command_on_the_team_store(team):
         assert "69.2%" in html and "[38.5%, 91.0%]" in html  # the documented answer_correct row
         with urlopen(f"{url}runs/{rid}/cases/money_back", timeout=30) as page:
             assert "Case money_back" in page.read().decode("utf-8")
+        with urlopen(f"{url}runs/{rid}?criterion=answer_correct&status=failed&sort=case&desc=1", timeout=30) as page:
+            table = page.read().decode("utf-8").split('<table id="cases">')[1].split("</table>")[0]
+            failed = re.findall(r'<tr><td><a href="/runs/[^/]+/cases/([^"]+)"', table)
+        assert failed == ["security_review", "seat_count", "refund_review", "money_back"], "the server filters and sorts"
+        with urlopen(f"{url}runs/{rid}?q=money_back", timeout=30) as page:  # through the tsvector index
+            assert "1 of 13 cases" in page.read().decode("utf-8")
         from urllib.error import HTTPError
         from urllib.request import Request
 
@@ -306,7 +312,7 @@ def test_a_version_2_store_migrates_to_streaming_runs_and_its_runs_still_read_an
 
     from oloproof import seal_of
     from oloproof.testing import SUMMARY, case_records, run_header
-    from oloproof_postgres import Options, PostgresStore
+    from oloproof_postgres import Options, PostgresStore, schema
 
     store = PostgresStore(Options(dsn=pg_server.url(), schema=pg_schema))
     store._migrate(create=True, target=2)
@@ -319,9 +325,11 @@ def test_a_version_2_store_migrates_to_streaming_runs_and_its_runs_still_read_an
         with conn.cursor() as cur, cur.copy(f'COPY "{pg_schema}".run_cases (run_id, idx, case_id, record) FROM STDIN') as copy:
             for row in rows:
                 copy.write_row((run_id, *row))
-    assert "migrated from schema version 2 to 3" in store.migrate()
+    assert f"migrated from schema version 2 to {schema.VERSION}" in store.migrate()
     assert list(store.run_cases(run_id)) == records
     assert store.run_case(run_id, "c1234") == records[1234]
+    found = store.query_cases(run_id, search="question 1234", sort="case")
+    assert [r["id"] for r in found["records"]] == ["c1234"], "rows stored before version 4 are in its index"
     store.save_run(run_header("run_01KIT0000000000000000000W2", 3), iter(case_records(3)), SUMMARY)
     found = store.check()
     assert found["problems"] == [] and found["counts"]["cases"] == 2503 and found["counts"]["unfinished"] == 0
