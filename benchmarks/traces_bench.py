@@ -7,8 +7,9 @@ script exits 0 whatever they are.
     python benchmarks/traces_bench.py --cases 300 --repeat 1 --json traces.json
 
 Three services of examples/traced_rag/server.py run in their own processes, each instrumented
-with the OpenTelemetry SDK (OTLP/HTTP protobuf, a BatchSpanProcessor with a 200 ms schedule) and
-each returning its evidence in the body too:
+with the OpenTelemetry SDK (OTLP/HTTP protobuf, a BatchSpanProcessor whose schedule delay is
+``--schedule-delay``, 20 ms by default: the last cases of a traced run wait that long for their
+spans, so an evaluation run sets it low) and each returning its evidence in the body too:
 
 - ``traced``: exports its spans to the traced run's receiver on a fixed port;
 - ``sink``: exports its spans to a sink that reads and drops them (the collector a traced service
@@ -139,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--schedule-delay", type=int, default=20,
+                        help="the services' OTEL_BSP_SCHEDULE_DELAY in ms: how long a span may wait to be exported")
     parser.add_argument("--json", help="write the figures to this file too")
     parser.add_argument("--keep", help="keep the projects in this folder")
     args = parser.parse_args(argv)
@@ -151,9 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         services += [
             start_service(ports["traced"], {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver}",
-                                            "OTEL_BSP_SCHEDULE_DELAY": "200"}),
+                                            "OTEL_BSP_SCHEDULE_DELAY": str(args.schedule_delay)}),
             start_service(ports["sink"], {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}",
-                                          "OTEL_BSP_SCHEDULE_DELAY": "200"}),
+                                          "OTEL_BSP_SCHEDULE_DELAY": str(args.schedule_delay)}),
             start_service(ports["uninstrumented"], {"OTEL_TRACES_EXPORTER": "none"}),
         ]
         with workdir(args.keep, "oloproof-traces-bench-") as folder:

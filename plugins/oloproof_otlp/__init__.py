@@ -158,6 +158,41 @@ class Pending:
             loop.call_soon_threadsafe(lambda: future.done() or future.set_result(None))
 
 
+def _handler_for(receiver: Any) -> type:
+    """The request handler of ``receiver``'s server: POST /v1/traces, whole bodies up to
+    ``max_request_bytes`` (413 beyond), HTTP/1.1 so an exporter keeps its connection."""
+    from http.server import BaseHTTPRequestHandler
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            try:
+                length = int(self.headers.get("Content-Length", ""))
+            except ValueError:
+                return self._answer(411, b"an OTLP/HTTP request needs a Content-Length", "text/plain")
+            if length > receiver.options.max_request_bytes:
+                self.close_connection = True
+                return self._answer(413, b"the OTLP request is larger than max_request_bytes", "text/plain")
+            body = self.rfile.read(length)
+            if self.path.split("?")[0] != PATH:
+                return self._answer(404, f"not found: send spans to {PATH}".encode(), "text/plain")
+            self._answer(*receiver.receive(body, self.headers.get("Content-Type", ""),
+                                           self.headers.get("Content-Encoding", "")))
+
+        def _answer(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:  # no access log on the run's terminal
+            pass
+
+    return Handler
+
+
 class Receiver:
     """The OTLP/HTTP server (its own thread and event loop) and the spans it files by trace id."""
 
@@ -170,74 +205,57 @@ class Receiver:
         self.pending: dict[str, Pending] = {}
         self.finished: set[str] = set()
         self.figures = {"spans": 0, "ignored": 0, "late": 0, "cases": 0, "no_spans": 0, "requests": 0}
-        self.loop: Any = None
-        self.runner: Any = None
+        self.server: Any = None
         self.port = 0
         self._start()
         self.endpoint = f"http://127.0.0.1:{self.port}{PATH}"
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{self.port}"
 
-    # the server
+    # the server: the standard library's threading HTTP server (one thread a connection; an
+    # exporter keeps one open). aiohttp's server would cost a traced run its import, a fifth of a
+    # 1,000-case run on a small machine (benchmarks/traces_bench.py).
 
     def _start(self) -> None:
-        import asyncio
+        from http.server import ThreadingHTTPServer
 
-        started = threading.Event()
-        failed: list[BaseException] = []
+        receiver = self
 
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            self.loop = loop
-            try:
-                loop.run_until_complete(self._listen())
-            except BaseException as exc:  # noqa: BLE001 - told to the run's thread below
-                failed.append(exc)
-                started.set()
-                loop.close()
-                return
-            started.set()
-            loop.run_forever()
-            loop.run_until_complete(self.runner.cleanup())
-            loop.close()
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            block_on_close = False
 
-        self.thread = threading.Thread(target=serve, name="oloproof-otlp", daemon=True)
-        self.thread.start()
-        started.wait()
-        if failed:
-            exc = failed[0]
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # an exporter that went away mid-request: nothing of the run's to say
+
+        try:
+            self.server = Server(("127.0.0.1", self.options.port), _handler_for(receiver))
+        except OSError as exc:
             raise ConfigError(f"the OTLP receiver cannot listen on 127.0.0.1:{self.options.port}: {exc}",
                               fix="free the port, or leave port: out for a free one") from None
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
+                                       name="oloproof-otlp", daemon=True)
+        self.thread.start()
 
-    async def _listen(self) -> None:
-        from aiohttp import web
-
-        app = web.Application(client_max_size=self.options.max_request_bytes)
-        app.router.add_post(PATH, self._handle)
-        self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", self.options.port)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]
-
-    async def _handle(self, request: Any) -> Any:
-        from aiohttp import web
-
-        body = await request.read()
-        if request.headers.get("Content-Encoding", "").lower() == "gzip":
+    def receive(self, body: bytes, content_type: str, content_encoding: str) -> tuple[int, bytes, str]:
+        """One export request: (status, body, content type) of the answer."""
+        if content_encoding.lower() == "gzip":
             import gzip
 
-            body = gzip.decompress(body)
-        json_encoded = request.content_type == "application/json"
+            try:
+                body = gzip.decompress(body)
+            except (OSError, EOFError) as exc:
+                return 400, f"cannot decompress the OTLP request: {type(exc).__name__}".encode(), "text/plain"
+        json_encoded = content_type.split(";")[0].strip().lower() == "application/json"
         try:
             spans = spans_of(decode(body, json_encoded))
         except Exception as exc:  # noqa: BLE001 - a malformed export is the exporter's 400, not the run's end
-            return web.Response(status=400, text=f"cannot decode the OTLP request: {type(exc).__name__}")
+            return 400, f"cannot decode the OTLP request: {type(exc).__name__}".encode(), "text/plain"
         self.file(spans)
         if json_encoded:
-            return web.Response(body=b"{}", content_type="application/json")
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-
-        return web.Response(body=ExportTraceServiceResponse().SerializeToString(), content_type="application/x-protobuf")
+            return 200, b"{}", "application/json"
+        # an empty ExportTraceServiceResponse: no field set serialises to no bytes
+        return 200, b"", "application/x-protobuf"
 
     def file(self, spans: list[dict]) -> None:
         """File each span under its case; count those of no case of this run."""
@@ -258,9 +276,10 @@ class Receiver:
             pending.wake()
 
     def close(self) -> None:
-        if self.loop is not None and self.thread.is_alive():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(timeout=5)
+        server = getattr(self, "server", None)
+        if server is not None and self.thread.is_alive():
+            server.shutdown()
+            server.server_close()
 
     # the cases
 

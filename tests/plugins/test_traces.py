@@ -310,6 +310,38 @@ def test_receiver_files_both_encodings_and_counts_spans_of_no_case():
         receiver.close()
 
 
+def test_receiver_answers_what_it_cannot_take_and_goes_on():
+    """A body it cannot decode is 400, one over max_request_bytes 413, another path 404, a gzip
+    body is read; none of them stops the receiver, and a good export after them is filed."""
+    import gzip
+    import urllib.error
+
+    import oloproof_otlp as otlp
+
+    receiver = otlp.Receiver(otlp.Options(grace=0.5, max_request_bytes=10_000), {})
+    try:
+        mine = receiver.open()
+        body = _request(bytes.fromhex(mine.trace_id), bytes.fromhex(mine.span_id)).SerializeToString()
+        for url, data, status in ((receiver.endpoint, b"\xff\x00 not protobuf", 400),
+                                  (receiver.endpoint, b"x" * 10_001, 413),
+                                  (receiver.endpoint.replace("/v1/traces", "/v1/metrics"), body, 404)):
+            with pytest.raises(urllib.error.HTTPError) as error:
+                _post(url, data, "application/x-protobuf")
+            assert error.value.code == status
+            error.value.close()
+        import urllib.request
+
+        request = urllib.request.Request(receiver.endpoint, data=gzip.compress(body), method="POST",
+                                         headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert response.status == 200
+        receiver.wait(mine)
+        assert mine.complete and [s["name"] for s in mine.spans] == ["root"]
+    finally:
+        receiver.close()
+    assert not receiver.thread.is_alive()
+
+
 def test_a_busy_fixed_port_is_a_config_error(project):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
