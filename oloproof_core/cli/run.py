@@ -41,11 +41,14 @@ from oloproof_core.workflows.project import Project
 @click.option("--executor", default=None, metavar="NAME",
               help="Where the cases execute: local (this machine, the default) or an executor plugin's "
                    "name such as ray; replaces the suite's executor: (see docs/scale.md).")
+@click.option("--no-slices", is_flag=True, help="Leave the slice table out of the report (the viewer's run page still shows it).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print only the run's line, the gate and its rules (and any cases without output).")
 @output_options
 @store_option
 def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
         seed: int | None, batch: int | None, limit: int | None, filters: tuple[str, ...], sample: int | None,
-        trials: int | None, executor: str | None, junit: str | None, junit_cases: bool, json_file: str | None,
+        trials: int | None, executor: str | None, no_slices: bool, quiet: bool, junit: str | None, junit_cases: bool, json_file: str | None,
         markdown: str | None, reports: tuple[str, ...], store_spec: str | None) -> None:
     """Run the suite (or a subset of its cases), print metrics with intervals, and decide the gate."""
     from oloproof_core.outputs.terminal import Progress
@@ -72,7 +75,7 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     progress = Progress()  # on standard error when it is a terminal
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache, sequential=sequential,
                         selection=selection, progress=progress if progress.on else None)
-    echo(render_run(outcome, suite.min_slice_support))
+    echo(render_run(outcome, suite.min_slice_support, slices=not no_slices, quiet=quiet))
     if wanted:  # from the stored run: the files say what `inspect` and `export` say
         from oloproof_core.outputs import ReportContext, write_reports
         from oloproof_core.results.view import run_view
