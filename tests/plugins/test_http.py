@@ -250,7 +250,14 @@ def test_refused_connection_is_missing_after_retries(project):
     result = project.run("run")
     assert result.code == 0, result  # no policy: the run is ungated, the case missing
     assert "0 / 0 observed · 1 missing" in result.out
-    assert exported(project, run_id(result))["c1"]["missing"] == "connection_error: ClientConnectorError"
+    missing = f"connection_error: ClientConnectorError (http://127.0.0.1:{port}/answer)"
+    assert exported(project, run_id(result))["c1"]["missing"] == missing
+    # the report names the service that was down
+    assert f"Missing: 1 of 1 cases produced no output: {missing} (1)" in result.out, result.out
+    secret = http_config(f"http://user:pw@127.0.0.1:{port}/answer?token=abc", "    retries: 0\n")
+    project.write("oloproof.yaml", secret)
+    shown = project.run("run")
+    assert missing in shown.out and "pw" not in shown.out and "abc" not in shown.out, shown.out
 
 
 # -- the response's fields ----------------------------------------------------------------------------
