@@ -301,8 +301,13 @@ def why_lines(failed: list[dict]) -> list[str]:
             if j["status"] not in ("fail", "missing"):
                 continue
             detail = j.get("detail") or {}
+            reason = j.get("reason") or ""
+            rationale = detail.get("rationale")
+            if isinstance(rationale, str) and rationale.strip():  # a judge's verdict: say it is one
+                prompt = f", prompt {detail['prompt_version']}" if detail.get("prompt_version") else ""
+                reason += f"{'; ' if reason else ''}the LLM judge's rationale{prompt}: {rationale.strip()}"
             line = f"  {name}: {'failed' if j['status'] == 'fail' else 'missing'}, " + (
-                j.get("reason") or "no reason given by the evaluator")
+                reason or "no reason given by the evaluator")
             if j.get("reason") == "field_absent" and "field" in detail:
                 line += f" (the output has no field {detail['field']!r})"
             elif "expected" in detail:
