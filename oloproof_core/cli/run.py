@@ -49,7 +49,8 @@ from oloproof_core.workflows.project import Project
 @store_option
 def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
         seed: int | None, batch: int | None, limit: int | None, filters: tuple[str, ...], sample: int | None,
-        trials: int | None, executor: str | None, no_slices: bool, quiet: bool, junit: str | None, junit_cases: bool, json_file: str | None,
+        trials: int | None, executor: str | None, no_slices: bool, quiet: bool, junit: str | None,
+        junit_cases: bool, json_file: str | None,
         markdown: str | None, reports: tuple[str, ...], store_spec: str | None) -> None:
     """Run the suite (or a subset of its cases), print metrics with intervals, and decide the gate."""
     from oloproof_core.outputs.terminal import Progress
