@@ -81,6 +81,10 @@ def test_the_readme_s_commands_in_order_then_its_next_steps_on_the_first_run(clo
     compared = shell(f"{activate} && {compare}", demo)
     assert compared.returncode in (0, 1, 3), compared.stdout + compared.stderr
     assert "Decisions" in compared.stdout and "defined differently" not in compared.stderr, compared
+    assert "`oloproof compare latest previous`" in README
+    named = shell(f"{activate} && oloproof compare latest previous", demo)
+    assert named.returncode == compared.returncode and named.stdout.split("Decisions")[1] == (
+        compared.stdout.split("Decisions")[1]), named
 
 
 def test_the_built_wheel_runs_the_readme_s_first_command(clone: Path) -> None:
