@@ -8,6 +8,7 @@ import click
 
 from oloproof_core.cli.common import config_option, echo, format_option, store_option
 from oloproof_core.hooks.specs import hookimpl
+from oloproof_core.model.errors import OloproofError
 from oloproof_core.workflows.project import Project
 
 
@@ -58,7 +59,10 @@ def runs(show_all: bool, fmt: str, config: str | None, store_spec: str | None) -
     def gate(h: dict) -> str:  # the policy's decision; — for a run without a policy or a child run
         if h.get("parent"):
             return "—"
-        return str(store.get_run(h["id"])[1].get("gate") or "—")
+        try:
+            return str(store.get_run(h["id"])[1].get("gate") or "—")
+        except OloproofError:  # listed, then damaged: `store check` says how; the list goes on
+            return "?"
 
     rows = [[h["id"], h["created"], gate(h), h["state"], f"{h['system']['name']} {h['system']['version']}",
              digest(h["system"].get("identity"))[:8], cases(h)] + ([origin(h)] if show_all else []) for h in listed]

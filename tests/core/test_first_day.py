@@ -187,3 +187,18 @@ def test_the_system_s_own_traceback_is_stored_and_shown_by_inspect_case_and_debu
     assert shown[at + 1:at + 4] == ["  Traceback (the project's frames, most recent call last):", *frames], shown
     assert "json" not in "".join(shown[at:at + 4])  # the standard library's frames are not the project's
     assert "Traceback" not in project.run("run").err  # without --debug, the run prints none
+
+
+@pytest.mark.slow
+def test_at_80_columns_the_run_s_verdicts_and_the_runs_ids_stay_whole_and_coloured(tmp_path):
+    from test_terminal import on_terminal
+
+    root = tmp_path / "demo"
+    assert olo("init", "--example", "support_rag", str(root), cwd=tmp_path).code == 0
+    code, out, _ = on_terminal("run", cwd=root, columns=80)
+    assert code == 3
+    assert max(len(re.sub(r"\x1b\[[0-9;]*m", "", line)) for line in out.splitlines()) <= 80, out
+    assert out.count("\x1b[33mINSUFFICIENT_EVIDENCE\x1b[0m") == 2 and "\x1b[32mPASS\x1b[0m" in out, out
+    run_id = RUN.search(out).group()
+    code, listed, _ = on_terminal("runs", cwd=root, columns=80, env={"NO_COLOR": "1"})
+    assert code == 0 and f"run      {run_id}" in listed.splitlines() and "gate     BLOCK" in listed.splitlines(), listed
