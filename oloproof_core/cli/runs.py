@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from oloproof_core.cli.common import config_option, echo, format_option, store_option
@@ -26,6 +24,8 @@ def runs(show_all: bool, fmt: str, config: str | None, store_spec: str | None) -
     runs of the same code under different settings can be told apart. `--format json` lists
     every run's header, child runs included, oldest first, as the store keeps them.
     """
+    import json
+
     from oloproof_core.statistics.display import table
 
     store = Project(config, store_spec, existing=True).reader()
