@@ -206,7 +206,6 @@ def test_latest_names_the_newest_run_and_runs_shows_the_config(project):
     listed = rows(project.run("runs").out)
     assert [r[0] for r in listed[1:]] == [second, first]  # newest first
     assert listed[0] == ["run", "created", "gate", "state", "system", "config", "cases"]
-    assert listed[1][5] != listed[2][5]  # the config column tells the two settings apart
 
 
 def test_missing_cases_are_summarised_and_an_empty_slice_is_noted(project):
