@@ -182,6 +182,7 @@ def main() -> None:
     debug = "--debug" in sys.argv or os.environ.get("OLOPROOF_DEBUG") == "1"
     if "--debug" in sys.argv:
         sys.argv.remove("--debug")
+        os.environ["OLOPROOF_DEBUG"] = "1"  # read where a command adds what only --debug shows
     _on_interrupt()
     import gc
 

@@ -46,7 +46,9 @@ def run_suite(run_id: str, config: str | None, store_spec: str | None):
     from oloproof_core.engine.suite import load_suite
 
     project = Project(config, store_spec, existing=True)
-    run_id = project.store.resolve_run(run_id)
+    from oloproof_core.storage.stores import resolve_reference
+
+    run_id = resolve_reference(project.store, run_id)
     recorded = project.store.get_run(run_id)[0].get("config")
     if config is None and recorded and recorded != project.config_path.name and (project.dir / recorded).is_file():
         project = Project(str(project.dir / recorded), store_spec)  # diagnose a run with the config it was made with

@@ -33,7 +33,9 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
         from oloproof_core.outputs import ReportContext
 
         if not run_id.startswith("sha256:"):  # a report that holds every case's page: see docs/viewer.md
-            shown = store.resolve_run(run_id)
+            from oloproof_core.storage.stores import resolve_reference
+
+            run_id = shown = resolve_reference(store, run_id)
             cases = int(store.get_run(shown)[0].get("cases") or 0)
             if cases > HTML_CASES:
                 raise ConfigError(f"run {shown} has {cases:,} cases, and an HTML report, which holds every case's "
@@ -44,7 +46,9 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
         reporter.write({}, html_file, context=ReportContext(store, project.plugins, run_id))
         click.echo(f"Wrote {html_file}")
         return
-    run_id = store.resolve_run(run_id)
+    from oloproof_core.storage.stores import resolve_reference
+
+    run_id = resolve_reference(store, run_id)
     header, summary = store.get_run(run_id)
     folder = bundle_folder(project.dir, run_id)
     count = 0

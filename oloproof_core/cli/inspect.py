@@ -46,7 +46,9 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
         else:
             echo(record.get("lines", [json.dumps(record, indent=2, sort_keys=True)]))
         return
-    run_id = store.resolve_run(run_or_object_id)
+    from oloproof_core.storage.stores import resolve_reference
+
+    run_id = resolve_reference(store, run_or_object_id)
     header, summary = store.get_run(run_id)
     # the run's records are streamed, never held: a run of a million cases reads in flat memory
     if case_id is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -40,11 +41,15 @@ from oloproof_core.workflows.project import Project
 @click.option("--executor", default=None, metavar="NAME",
               help="Where the cases execute: local (this machine, the default) or an executor plugin's "
                    "name such as ray; replaces the suite's executor: (see docs/scale.md).")
+@click.option("--no-slices", is_flag=True, help="Leave the slice table out of the report (the viewer's run page still shows it).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print only the run's line, the gate and its rules (and any cases without output).")
 @output_options
 @store_option
 def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: bool, until_decided: bool,
         seed: int | None, batch: int | None, limit: int | None, filters: tuple[str, ...], sample: int | None,
-        trials: int | None, executor: str | None, junit: str | None, junit_cases: bool, json_file: str | None,
+        trials: int | None, executor: str | None, no_slices: bool, quiet: bool, junit: str | None,
+        junit_cases: bool, json_file: str | None,
         markdown: str | None, reports: tuple[str, ...], store_spec: str | None) -> None:
     """Run the suite (or a subset of its cases), print metrics with intervals, and decide the gate."""
     from oloproof_core.outputs.terminal import Progress
@@ -71,7 +76,9 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
     progress = Progress()  # on standard error when it is a terminal
     outcome = run_suite(suite, project.plugins, project.store, use_cache=not no_cache, sequential=sequential,
                         selection=selection, progress=progress if progress.on else None)
-    echo(render_run(outcome, suite.min_slice_support))
+    echo(render_run(outcome, suite.min_slice_support, slices=not no_slices, quiet=quiet))
+    if os.environ.get("OLOPROOF_DEBUG") == "1":  # --debug: where the system's own code raised
+        debug_tracebacks(project.store, outcome.run_id)
     if wanted:  # from the stored run: the files say what `inspect` and `export` say
         from oloproof_core.outputs import ReportContext, write_reports
         from oloproof_core.results.view import run_view
@@ -83,6 +90,22 @@ def run(config: str | None, no_cache: bool, refresh: bool, reuse_executions: boo
                       context=ReportContext(project.store, project.plugins, outcome.run_id))
     warn_damaged(project.store)
     sys.exit(int(outcome.exit_code))
+
+
+def debug_tracebacks(store, run_id: str, shown: int = 10) -> None:
+    """On standard error, the stored traceback of each case the system raised on (the first
+    ``shown``; ``oloproof inspect RUN --case ID`` shows any case's)."""
+    from oloproof_core.cli.streams import escape_controls
+    from oloproof_core.outputs.case import traceback_lines
+
+    raised = [r for r in store.run_cases(run_id) if r.get("traceback")]
+    for record in raised[:shown]:
+        lines = [f"Case {record['id']}: {record.get('missing')}",
+                 *traceback_lines(record["traceback"], "  ", 100)]
+        click.echo(escape_controls("\n".join(lines)), err=True)
+    if len(raised) > shown:
+        click.echo(f"{len(raised) - shown} more cases raised; `oloproof inspect {run_id} --case ID` shows each "
+                   "one's traceback", err=True)
 
 
 def oloproof_register_commands(cli) -> None:

@@ -282,8 +282,14 @@ def check_columns(columns: list[str], where: str, text: bool) -> None:
         head, dot, key = name.partition(".")
         ok = (name == "id" and not kind) or (head in KEYS[1:] and dot and key and kind in ("", "json", "list"))
         if not ok:
-            close = difflib.get_close_matches(head, KEYS, n=1)
-            hint = f"input.{name} or metadata.{name}" if head not in KEYS else f"{close[0] if close else head}.KEY"
+            close = difflib.get_close_matches(head, KEYS[1:], n=1)
+            if head in KEYS:  # the field is right, its key is missing: expected. or input:bad
+                hint = f"{head}.KEY"
+            elif dot and close:  # a misspelt field (expectd.answer): the field spelt right, the key kept
+                hint = f"{close[0]}.{key}"
+            else:  # a bare name (question) or an unknown prefix: the name, under a field
+                bare = key if dot else name
+                hint = f"input.{bare} or metadata.{bare}"
             raise ConfigError(f"column {column!r} is not a case field", where=where,
                               fix=f"rename it (e.g. {hint}); {COLUMN_FIX}")
         if name in seen:

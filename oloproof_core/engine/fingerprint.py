@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from oloproof_core.engine.installed import _installed_dirs, _package_version, file_digest, is_installed
+from oloproof_core.engine.installed import _installed_dirs, _package_version, file_digest
 from oloproof_core.engine.recording import source_fingerprint
 from oloproof_core.model.identity import canonical, digest
 
@@ -48,7 +48,8 @@ class _Project:
         installed = _installed_dirs()
         # a root that is itself an installed location (a project inside a venv's prefix) keeps
         # only the installed directories strictly below it excluded
-        self.roots = tuple(os.path.realpath(r) + os.sep for r in roots)
+        # a root is a directory, or one module file (a plugin that is a single module)
+        self.roots = tuple(os.path.realpath(r) + ("" if os.path.isfile(r) else os.sep) for r in roots)
         self.excluded = tuple(d for d in installed if not any(r.startswith(d) for r in self.roots))
         self._is_project: dict[str, bool] = {}
         self._tops: dict[str, frozenset[str]] = {}  # import-path entry -> the module names it holds
@@ -69,6 +70,8 @@ class _Project:
     def relative(self, filename: str) -> str:
         real = os.path.realpath(filename)
         for root in self.roots:
+            if real == root:
+                return os.path.basename(real)
             if real.startswith(root):
                 return real[len(root):].replace(os.sep, "/")
         return real
@@ -164,6 +167,12 @@ class _Walker:
 
     def installed(self, obj: Any) -> None:
         name = _module_name_of(obj)
+        module_file = getattr(sys.modules.get(name or ""), "__file__", None)
+        if self.project.owns(module_file):
+            # generated code of a project module (a dataclass's __init__, a namedtuple's methods)
+            # has no file of its own: the bytes of the module that generated it stand in
+            self.records[f"module:{self.project.relative(module_file)}"] = file_digest(module_file)
+            return
         if name:
             top = name.split(".")[0]
             version = _package_version(top)
@@ -345,10 +354,11 @@ def plugin_code(obj: Any) -> list[str]:
         return [source_fingerprint(obj)]
     top = sys.modules.get(obj.__module__.split(".")[0])
     package_file = getattr(top, "__file__", None) or filename
-    if is_installed(package_file):
-        return [source_fingerprint(obj)]
-    root = os.path.dirname(os.path.dirname(package_file)) if package_file.endswith("__init__.py") else (
-        os.path.dirname(package_file))
+    # the same code has the same identity wherever it lies: a wheel in site-packages, an editable
+    # checkout, a copy in another folder. So the reach is taken within the plugin's own package
+    # folder (or its one module file), and anything beyond it counts by its distribution's version
+    # or, without one, by its file's bytes
+    root = os.path.dirname(package_file) if package_file.endswith("__init__.py") else package_file
     cls = obj if isinstance(obj, type) else None
     return [source_fingerprint(obj), digest(reach_fingerprint([obj], [root], cls=cls))]
 

@@ -52,13 +52,6 @@ def file_digest(filename: str) -> str:
     return found
 
 
-def is_installed(filename: str) -> bool:
-    """Whether ``filename`` lies in an installed location (site-packages, the standard library):
-    code there is covered by its distribution's version, never fingerprinted file by file."""
-    real = os.path.realpath(filename)
-    return any(real.startswith(d) or filename.startswith(d) for d in _installed_dirs())
-
-
 @cache
 def _package_version(top: str) -> Any:
     """The distribution (name and version) that provides top-level package ``top``, or None for
@@ -80,12 +73,9 @@ def _package_version(top: str) -> Any:
     module = sys.modules.get(top)
     version = getattr(module, "__version__", None)
     filename = getattr(module, "__file__", None)
-    try:  # no distribution lists it: its own version, and its file's size and time
-        stat = os.stat(filename) if filename else None
-    except OSError:
-        stat = None
-    return [top, str(version) if version is not None else None,
-            [stat.st_size, stat.st_mtime_ns] if stat is not None else None]
+    # no distribution lists it: its own version and its file's bytes (never its size or time,
+    # which a copy or a fresh checkout changes while the code stays the same)
+    return [top, str(version) if version is not None else None, file_digest(filename) if filename else None]
 
 
 def _distribution_listing(top: str) -> tuple[str, str] | None:

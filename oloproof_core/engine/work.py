@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import time
 from pathlib import Path
@@ -62,6 +63,41 @@ def storable_execution(execution: Execution, escaped: list[str]) -> Execution:
     return attrs.evolve(execution, escaped=tuple(noted)) if noted else execution
 
 
+FRAMES = 20  # the innermost frames of the project's code that an execution keeps
+
+
+def project_frames(exc: BaseException, project_dir: str | Path | None) -> tuple[dict, ...]:
+    """The frames of ``exc``'s traceback in the project's own files (under ``project_dir``; without
+    it, in no installed location and not Oloproof's), innermost last, each its file (relative to
+    the project), line, function and source line: what a user needs to find their bug, and none
+    of Oloproof's or a library's frames."""
+    import traceback
+
+    from oloproof_core.engine.installed import _installed_dirs
+
+    root = os.path.realpath(project_dir) + os.sep if project_dir else None
+    ours = tuple(os.path.dirname(os.path.dirname(os.path.realpath(m.__file__))) + os.sep
+                 for m in (sys.modules.get("oloproof_core"),) if m is not None and m.__file__)
+    installed = _installed_dirs()
+    frames = []
+    try:
+        extracted = traceback.extract_tb(exc.__traceback__)
+    except Exception:  # noqa: BLE001 - a traceback that cannot be read: the reason stands alone
+        return ()
+    for frame in extracted:
+        real = os.path.realpath(frame.filename)
+        if root is not None:
+            if not real.startswith(root) or real.startswith(installed):
+                continue
+            shown = real[len(root):].replace(os.sep, "/")
+        else:
+            if frame.filename.startswith("<") or real.startswith(installed) or real.startswith(ours):
+                continue
+            shown = frame.filename
+        frames.append({"file": shown, "line": frame.lineno, "function": frame.name, "code": (frame.line or "").strip()})
+    return tuple(frames[-FRAMES:])
+
+
 class CaseWork:
     """What one run does with each case: call the system, check what it returns and records.
 
@@ -113,7 +149,10 @@ class CaseWork:
             reason = exc.reason if isinstance(exc, CaseMissing) else f"error: {type(exc).__name__}: {exc}"
         except Exception as failed:  # noqa: BLE001 - an exception whose own __str__ fails
             reason = f"error: {type(exc).__name__} (its message could not be read: {type(failed).__name__})"
-        return storable_execution(Execution(missing=str(reason), seconds=time.perf_counter() - start), [])
+        frames = () if isinstance(exc, CaseMissing) else project_frames(
+            exc, self.recipe.project_dir if self.recipe is not None else None)
+        return storable_execution(Execution(missing=str(reason), seconds=time.perf_counter() - start,
+                                            traceback=frames), [])
 
     def execute(self, case: Case) -> Execution:
         start = time.perf_counter()

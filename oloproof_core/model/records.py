@@ -55,11 +55,16 @@ class Execution:
     # why the artifacts are absent though there is an output (``no_trace_spans``): every criterion
     # that reads an artifact is missing with this reason
     unrecorded: str | None = None
+    # where the project's own code raised, when the system raised (its frames only, innermost
+    # last): ``{"file": "app.py", "line": 12, "function": "run", "code": "return PLANETS[q]"}``
+    traceback: tuple[Mapping[str, JSON], ...] = ()
 
     def to_data(self) -> dict:
         data: dict = {"output": self.output, "artifacts": {k: list(v) for k, v in self.artifacts.items()}}
         if self.missing is not None:
             data["missing"] = self.missing
+        if self.traceback:
+            data["traceback"] = [dict(frame) for frame in self.traceback]
         if self.escaped:
             data["escaped"] = list(self.escaped)
         if self.unrecorded is not None:
@@ -70,7 +75,8 @@ class Execution:
     def from_data(cls, data: Mapping) -> Execution:
         artifacts = {k: tuple(v) for k, v in data.get("artifacts", {}).items()}
         return cls(output=data.get("output"), artifacts=artifacts, missing=data.get("missing"),
-                   escaped=tuple(data.get("escaped", ())), unrecorded=data.get("unrecorded"))
+                   escaped=tuple(data.get("escaped", ())), unrecorded=data.get("unrecorded"),
+                   traceback=tuple(data.get("traceback", ())))
 
 
 Status = Literal["pass", "fail", "score", "excluded", "missing"]

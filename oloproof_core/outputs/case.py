@@ -76,6 +76,20 @@ def _score(score: Any) -> str:
     return "" if score is None else printable(str(score))
 
 
+def traceback_lines(frames: Any, indent: str, width: int) -> list[str]:
+    """Where the project's code raised (stored with the missing execution): one line a frame,
+    ``app.py:12 in run: return PLANETS[q]``, innermost last, as Python prints a traceback."""
+    if not frames or not isinstance(frames, list):
+        return []
+    out = [printable(f"{indent}Traceback (the project's frames, most recent call last):")]
+    for frame in frames:
+        if isinstance(frame, dict):
+            code = f": {frame.get('code')}" if frame.get("code") else ""
+            out += _text(f"{frame.get('file')}:{frame.get('line')} in {frame.get('function')}{code}",
+                         indent * 2, width)
+    return out
+
+
 def render_case(view: Mapping[str, Any], width: int) -> list[str]:
     """The lines of one case; ``width`` is where long text wraps (tables are fitted when printed)."""
     record, case = view["record"], view["case"]
@@ -86,6 +100,7 @@ def render_case(view: Mapping[str, Any], width: int) -> list[str]:
         out += ["Metadata", *value_lines(case["metadata"], INDENT, width)]
     if "missing" in record:
         out += ["Output", *_text(f"missing: {record['missing']}", INDENT, width)]
+        out += traceback_lines(record.get("traceback"), INDENT, width)
     else:
         out += ["Output" + (f" (trial 1 of {len(view['trials'])})" if view.get("trials") else ""),
                 *value_lines(record.get("output"), INDENT, width)]

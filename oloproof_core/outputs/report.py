@@ -12,8 +12,12 @@ from oloproof_core.statistics.display import cells_like, fixed
 from oloproof_core.statistics.display import pct, table, usage_line
 
 
-def render_run(outcome: Any, min_slice_support: int) -> list[str]:
-    """The documented layout of ``oloproof run``."""
+def render_run(outcome: Any, min_slice_support: int, slices: bool = True, quiet: bool = False) -> list[str]:
+    """The documented layout of ``oloproof run``.
+
+    :param slices: False (``--no-slices``): one line in place of the slice table.
+    :param quiet: ``--quiet``: the run's line, the gate and its rules, and what produced no output.
+    """
     out = [f"Run {outcome.run_id} [{outcome.state}]"]
     traces = outcome.header.get("traces")
     if traces:  # a traced run: where spans were received, and how many were filed or ignored
@@ -37,6 +41,9 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out.append(sequential_line(sequential))
     if outcome.header.get("selection"):
         out.append(subset_line(outcome.header["selection"], outcome.gate is not None))
+    missing = outcome.tally.no_output
+    if quiet:
+        return out + (missing_line(missing, outcome.tally.cases) if missing else [])
     out.append("")
     out += table(["metric", "estimate", f"{pct(confidence)} interval", "counts"],
                  [[name, *s.cells] for name, s in outcome.summaries.items()])
@@ -44,18 +51,17 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
     from oloproof_core.outputs.human import human_lines
 
     out += human_lines(outcome, confidence)
-    missing = outcome.tally.no_output
     if missing:  # say so plainly: a dead service must not read like a small suite
-        reasons = "; ".join(f"{reason} ({n})" for reason, n in missing.most_common(3))
-        more = f"; {len(missing) - 3} more reasons" if len(missing) > 3 else ""
-        out += ["", f"Missing: {sum(missing.values())} of {outcome.tally.cases} cases produced no output: "
-                    f"{reasons}{more}"]
+        out += missing_line(missing, outcome.tally.cases)
     out += missing_judgment_lines(outcome)
     out += excluded_lines(outcome)
     out += same_failure_lines(outcome)
     for name in outcome.tally.empty_slices:
         out += ["", f"Slice {name}: no case has a value for it (check the field name)"]
-    if outcome.slices:
+    if outcome.slices and not slices:
+        out += ["", f"Slices: {len(outcome.slices)} rows not shown (--no-slices); `oloproof view` shows them "
+                    "on the run's page"]
+    elif outcome.slices:
         unit = "; positions count chunks" if outcome.header.get("relevance_unit") == "chunk" else ""
         out += ["", f"Slices (exploratory, never gate; no interval below {min_slice_support} observed{unit})"]
         rows = []
@@ -74,6 +80,13 @@ def render_run(outcome: Any, min_slice_support: int) -> list[str]:
         out.append("Stages: " + "; ".join(f"{name} {hit} hit/{miss} miss"
                                           for name, (hit, miss) in outcome.caches["stages"].items()))
     return out
+
+
+def missing_line(missing: Any, cases: int) -> list[str]:
+    """``Missing: 13 of 13 cases produced no output: ...`` (the three commonest reasons)."""
+    reasons = "; ".join(f"{reason} ({n})" for reason, n in missing.most_common(3))
+    more = f"; {len(missing) - 3} more reasons" if len(missing) > 3 else ""
+    return ["", f"Missing: {sum(missing.values())} of {cases} cases produced no output: {reasons}{more}"]
 
 
 def unit_lines(units: dict, design: dict | None, confidence: float) -> list[str]:
@@ -288,8 +301,13 @@ def why_lines(failed: list[dict]) -> list[str]:
             if j["status"] not in ("fail", "missing"):
                 continue
             detail = j.get("detail") or {}
+            reason = j.get("reason") or ""
+            rationale = detail.get("rationale")
+            if isinstance(rationale, str) and rationale.strip():  # a judge's verdict: say it is one
+                prompt = f", prompt {detail['prompt_version']}" if detail.get("prompt_version") else ""
+                reason += f"{'; ' if reason else ''}the LLM judge's rationale{prompt}: {rationale.strip()}"
             line = f"  {name}: {'failed' if j['status'] == 'fail' else 'missing'}, " + (
-                j.get("reason") or "no reason given by the evaluator")
+                reason or "no reason given by the evaluator")
             if j.get("reason") == "field_absent" and "field" in detail:
                 line += f" (the output has no field {detail['field']!r})"
             elif "expected" in detail:

@@ -111,7 +111,11 @@ def _fit(block: Sequence[str], width: int) -> list[str]:
             cells.append(line[at:at + w].rstrip())
             at += w + 3
         rows.append(cells)
-    widths = narrowed(natural, width - 3 * len(natural) - 1)
+    whole = [max((len(t) for r in rows if r is not None for t in _WHOLE.findall(r[k])), default=0)
+             for k in range(len(natural))]
+    widths = narrowed(natural, width - 3 * len(natural) - 1, whole)
+    if sum(widths) + 3 * len(widths) + 1 > width:
+        return _expanded([r for r in rows if r is not None], width)
 
     def rule(left: str, mid: str, right: str) -> str:
         return left + mid.join("─" * (w + 2) for w in widths) + right
@@ -129,13 +133,30 @@ def _fit(block: Sequence[str], width: int) -> list[str]:
     return out
 
 
-def narrowed(natural: Sequence[int], room: int) -> list[int]:
+def _expanded(rows: Sequence[Sequence[str]], width: int) -> list[str]:
+    """A table too narrow for its identifiers, one field a line (psql's expanded display): each
+    row's cells under the header's names, rows apart by a blank line, empty cells left out."""
+    names, body = rows[0], rows[1:]
+    pad = max(len(n) for n in names) + 2
+    out: list[str] = []
+    for cells in body:
+        if out:
+            out.append("")
+        for name, cell in zip(names, cells):
+            if cell:
+                for k, part in enumerate(wrap(cell, max(MIN_COLUMN, width - pad))):
+                    out.append((name if k == 0 else "").ljust(pad) + part)
+    return out
+
+
+def narrowed(natural: Sequence[int], room: int, whole: Sequence[int] = ()) -> list[int]:
     """Column widths summing to at most ``room``: the widest column loses a character at a time,
     none below :data:`MIN_COLUMN` (or its natural width, or an equal share of a narrow terminal,
-    at least 3); a table that still cannot fit stays wider."""
+    at least 3), nor below ``whole[k]``, its longest identifier (a run id, a verdict), which is
+    never broken; a table that still cannot fit stays wider."""
     widths = list(natural)
     floor = max(3, min(MIN_COLUMN, room // max(1, len(natural))))
-    floors = [min(w, floor) for w in natural]
+    floors = [max(min(w, floor), whole[k] if k < len(whole) else 0) for k, w in enumerate(natural)]
     while sum(widths) > room:
         widest = max(range(len(widths)), key=lambda k: (widths[k] - floors[k] > 0, widths[k]))
         if widths[widest] <= floors[widest]:
@@ -144,13 +165,42 @@ def narrowed(natural: Sequence[int], room: int) -> list[int]:
     return widths
 
 
-def wrap(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width`` characters, broken at spaces where it can be."""
-    import textwrap
+# what a table never breaks: run ids, object ids' first characters, verdicts and states
+_WHOLE = re.compile(r"\brun_[0-9A-Z]{26}\b|\b[A-Z]{2,}(?:_[A-Z]+)+\b|\b[A-Z]{4,}\b")
+# where a word may break when a column is narrower than it: after _ - . = / : (snake_case names,
+# slice values, dates), before the break of last resort, inside a word
+_SOFT = re.compile(r"(?<=[_\-.=/:])(?=[^_\-.=/:\s])")
 
+
+def wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken at spaces where it can be, then
+    after ``_ - . = / :`` inside a word, and only then inside a word; identifiers (:data:`_WHOLE`)
+    are never broken when the column is as wide as they are."""
     if len(text) <= width:
         return [text]
-    return textwrap.wrap(text, width=width, break_long_words=True, break_on_hyphens=False) or [""]
+    pieces: list[tuple[str, bool]] = []  # (piece, a space before it)
+    for n, word in enumerate(text.split(" ")):
+        parts, at = [], 0
+        for found in _WHOLE.finditer(word):  # an identifier is one piece; the rest breaks softly
+            parts += _SOFT.split(word[at:found.start()]) + [found.group()]
+            at = found.end()
+        parts = [p for p in parts + _SOFT.split(word[at:]) if p] or [""]
+        for k, part in enumerate(parts):
+            while len(part) > width and not _WHOLE.fullmatch(part):
+                pieces.append((part[:width], n > 0 and k == 0))
+                part, k = part[width:], 1
+            pieces.append((part, n > 0 and k == 0))
+    lines: list[str] = []
+    line = ""
+    for piece, spaced in pieces:
+        joined = line + (" " if spaced and line else "") + piece
+        if line and len(joined) > width:
+            lines.append(line)
+            line = piece
+        else:
+            line = joined
+    lines.append(line)
+    return lines
 
 
 def clock(seconds: float) -> str:

@@ -75,6 +75,34 @@ def from_environment(plugins: Any, project_dir: Path) -> Any | None:
     return open_spec(plugins, project_dir, text, ENV) if text.strip() else None
 
 
+def resolve_reference(store: Any, reference: str) -> str:
+    """The run id that ``reference`` names: a run id or an unambiguous prefix of one, ``latest``
+    (the newest run of the project), ``latest~N`` (the N-th run before it) or ``previous`` (the
+    run before it, ``latest~1``). As for ``latest``, a diagnosis's child runs are not counted."""
+    import re
+
+    if reference == "previous":
+        reference = "latest~1"
+    counted = re.fullmatch(r"latest~(.*)", reference, flags=re.S)
+    if counted is None:
+        return store.resolve_run(reference)
+    if not counted.group(1).isascii() or not counted.group(1).isdigit():
+        from oloproof_core.storage.runs import shown_text
+
+        raise ConfigError(f"{shown_text(reference, 40)!r} names no run: ~ takes a number of runs back",
+                          fix="write latest~1 (or previous) for the run before the newest, latest~2 for the one before it")
+    back = int(counted.group(1))
+    if back == 0:
+        return store.resolve_run("latest")
+    ids = sorted((h["id"] for h in store.list_runs() if not h.get("parent")), reverse=True)
+    if back >= len(ids):
+        have = f"{len(ids)} run{'' if len(ids) == 1 else 's'}"
+        raise ConfigError(f"{reference} names no run: the store has {have} (a diagnosis's child runs aside)",
+                          fix="list them with `oloproof runs`" + (f"; latest~{len(ids) - 1} is the oldest" if ids else
+                                                                  "; start one with `oloproof run`"))
+    return store.resolve_run(ids[back])
+
+
 class BufferedWriter:
     """``run_writer``'s writer for a store without ``begin_run``: the records are kept in memory
     and written by the store's ``save_run`` at ``finish`` (a third-party store that has only

@@ -24,6 +24,7 @@ from typing import Any
 
 from oloproof_core.storage.labels import VERDICTS, execution_digest, latest_plan, make_label, put_labels, stored_labels
 from oloproof_core.viewer.server import META_CSP, environment
+from oloproof_core.storage.stores import resolve_reference
 
 CSP = META_CSP + "; frame-ancestors 'none'"
 PAGE = "label.html"  # templates/label.html
@@ -42,7 +43,7 @@ class LabelSession:
         from oloproof_core.model.errors import ConfigError
 
         self.store, self.labeller = store, labeller
-        self.run = store.resolve_run(run_id)
+        self.run = resolve_reference(store, run_id)
         found = latest_plan(store, self.run, criterion)
         if found is None:
             raise ConfigError(f"no label plan for run {self.run}", fix=f"make one first: oloproof label plan {self.run}")

@@ -22,6 +22,7 @@ from oloproof_core.model.identity import digest
 from oloproof_core.statistics.display import percent
 from oloproof_core.statistics.human_level import Labelled, plan_labels
 from oloproof_core.storage.labels import execution_digest, stored_labels
+from oloproof_core.storage.stores import resolve_reference
 
 UNDECIDED = ("INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW")
 
@@ -50,7 +51,7 @@ def make_plan(store: Any, run_id: str, criterion: str | None = None, seed: int =
     :param labels_files: criterion -> case id -> label, the policy's labels files (``human.file_labels``).
     :return: the lines to print and the (object id, plan) stored.
     """
-    run_id = store.resolve_run(run_id)
+    run_id = resolve_reference(store, run_id)
     header, summary = store.get_run(run_id)
     records = list(store.run_cases(run_id))
     criteria = judge_criteria(records)

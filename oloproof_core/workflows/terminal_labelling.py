@@ -14,6 +14,7 @@ from typing import Any
 
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.storage.labels import execution_digest, latest_plan, make_label, put_labels, stored_labels
+from oloproof_core.storage.stores import resolve_reference
 
 KEYS = {"p": "pass", "f": "fail", "s": "skip"}
 
@@ -34,7 +35,7 @@ def text(value: Any) -> str:
 def label_in_terminal(store: Any, run_id: str, criterion: str | None, labeller: str,
                       ask: Callable[[str], str], tell: Callable[[str], None]) -> int:
     """Label the planned, not yet labelled cases of the latest plan for ``run_id``; returns the count."""
-    run_id = store.resolve_run(run_id)
+    run_id = resolve_reference(store, run_id)
     found = latest_plan(store, run_id, criterion)
     if found is None:
         raise ConfigError(f"no label plan for run {run_id}" + (f" and criterion {criterion}" if criterion else ""),

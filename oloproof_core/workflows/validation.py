@@ -30,6 +30,7 @@ from oloproof_core.model.errors import ConfigError, ExitCode
 from oloproof_core.decisions.gate import requirement_met
 from oloproof_core.model.identity import digest
 from oloproof_core.model.records import Execution, Judgment
+from oloproof_core.storage.stores import resolve_reference
 
 def run_rate(store: Any, run_id: str, criterion: str, identity: str, labels: list[Label],
              judgments: list[Judgment], confidence: float) -> dict | None:
@@ -76,7 +77,7 @@ def labelled_executions(suite: Any, plugins: Any, store: Any, labels: list[Label
         if run_id is None and not store.list_runs():
             raise ConfigError("no run to take the outputs from",
                               fix="run `oloproof run` first, or give every label line an output")
-        run_id = store.resolve_run(run_id or "latest")  # latest: the newest run of the project, as everywhere
+        run_id = resolve_reference(store, run_id or "latest")  # latest: the newest run of the project, as everywhere
         records = {record["id"]: record for record in store.run_cases(run_id)}
     pairs = []
     for label in labels:

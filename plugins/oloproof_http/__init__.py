@@ -113,9 +113,10 @@ class RateLimiter:
                 await asyncio.sleep(start - now)
 
 
-def failure(exc: BaseException) -> str:
+def failure(exc: BaseException, url: str | None = None) -> str:
     """The missing reason of a request that got no response: ``timeout``, or
-    ``connection_error: <the transport's exception>``.
+    ``connection_error: <the transport's exception> (<url>)``: the URL (without its query, which
+    may carry a token, nor its user and password) says which service was down.
 
     aiohttp's exceptions name what happened (``ClientConnectorError``: refused, ``ClientOSError``:
     reset). An httpx client over the aiohttp transport maps every connection error to
@@ -124,7 +125,14 @@ def failure(exc: BaseException) -> str:
     cause = exc.__cause__ if exc.__cause__ is not None and type(exc).__module__.startswith("httpx") else exc
     if isinstance(exc, TimeoutError) or isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__:
         return "timeout"
-    return f"connection_error: {type(cause).__name__}"
+    where = ""
+    if url:  # scheme, host, port and path: never a query or a user's password
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        where = f" ({parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path})"
+    return f"connection_error: {type(cause).__name__}{where}"
 
 
 def client_maker(options: Options, headers: dict[str, str]) -> Callable[[], Any]:
@@ -259,7 +267,7 @@ class HttpSystem:
             except Exception as exc:  # noqa: BLE001 - sorted below: a transport failure is retried
                 if local(exc):
                     raise CaseMissing(f"request_error: {type(exc).__name__}: {exc}") from None
-                problem = failure(exc)
+                problem = failure(exc, options.url)
             else:
                 if 200 <= status < 300:
                     try:  # strictly: no NaN, no number past a float, no duplicate key, bounded depth

@@ -83,9 +83,9 @@ def test_editing_an_imported_module_gives_the_new_code_s_numbers(tmp_path):
     assert estimate(second.out, "answer_correct") == "0.0%"
     # the same as a run that reads no cache at all
     assert estimate(project.run("run", "--no-cache").out, "answer_correct") == "0.0%"
-    # two systems with different code show different versions
+    # two systems with different code show different versions (runs lists the newest first)
     shown = versions(project)
-    assert len(shown) == 3 and shown[0] != shown[1] == shown[2], shown
+    assert len(shown) == 3 and shown[0] == shown[1] != shown[2], shown
 
 
 @pytest.mark.slow
@@ -231,6 +231,51 @@ def test_editing_the_generator_module_keeps_the_retrievals_and_editing_the_retri
     after_retriever = project.run("run")
     assert cache_lines(after_retriever.out)[1] == "Stages: retrieve 0 hit/3 miss; generate 0 hit/3 miss"
     assert estimate(after_retriever.out, "hit_rate_at_1") == "0.0%"
+
+
+DATACLASS_RETRIEVER = '''
+from dataclasses import dataclass
+
+from oloproof import Passage, Retrieval
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_id: str
+
+
+def search(q, depth):
+    hits = [Hit(d) for d in ["d1", "d2", "d3"][:depth]]
+    return Retrieval(query=q, depth=depth, candidates=tuple(Passage(doc_id=h.doc_id, text=h.doc_id) for h in hits))
+'''
+
+
+@pytest.mark.slow
+def test_a_copied_project_hits_every_cache_its_original_filled(tmp_path):
+    """Identities rest on content only: a copy in another folder, every file with a new time
+    (a fresh checkout, another CI runner), re-runs from the cache, a dataclass's generated code
+    included (it has no source file of its own)."""
+    import os
+    import shutil
+
+    project = staged_project(tmp_path / "original")
+    project.write("retriever.py", DATACLASS_RETRIEVER)
+    first = project.run("run")
+    assert cache_lines(first.out)[0] == "Cache: execution 0 hit/3 miss; judgment 0 hit/3 miss", first
+    copy = Project(tmp_path / "copy")
+    shutil.copytree(project.root, copy.root, copy_function=shutil.copy)  # contents only, new times
+    for path in copy.root.rglob("*.py"):
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 7_000_000_000))
+    again = copy.run("run")
+    assert cache_lines(again.out)[0] == "Cache: execution 3 hit/0 miss; judgment 3 hit/0 miss", again
+    # the retriever's stage (which reaches the dataclass) is served from its cache in the copy
+    edit(copy, "generator.py", '" ".join', '",".join')
+    generator_edited = copy.run("run")
+    assert cache_lines(generator_edited.out)[1] == "Stages: retrieve 3 hit/0 miss; generate 0 hit/3 miss", (
+        generator_edited)
+    edit(copy, "retriever.py", "frozen=True", "frozen=False")  # the dataclass's own code changed
+    changed = copy.run("run")
+    assert cache_lines(changed.out)[1] == "Stages: retrieve 0 hit/3 miss; generate 3 hit/0 miss", changed
 
 
 # -- 3. an HTTP service restarted with another answer behind the same URL ---------------------

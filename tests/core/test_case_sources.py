@@ -86,6 +86,9 @@ def test_csv_columns_json_and_list_cells(project):
 @pytest.mark.parametrize(("name", "text", "error"), [
     ("cases.csv", "id,input.q,topic\na,x,y\n",
      "cases.csv:1: column 'topic' is not a case field; fix: rename it (e.g. input.topic or metadata.topic)"),
+    ("cases.csv", "id,input.q,expectd.answer\na,x,y\n",  # the field's typo fixed, the key kept
+     "cases.csv:1: column 'expectd.answer' is not a case field; fix: rename it (e.g. expected.answer);"),
+    ("cases.csv", "id,inptu.q\na,x\n", "cases.csv:1: column 'inptu.q' is not a case field; fix: rename it (e.g. input.q);"),
     ("cases.csv", "id,input.q\na,x\nb,y,z\n", "cases.csv:3: 3 cells, the header has 2 columns"),
     ("cases.csv", "id,input.q\na,x\n\"a\",y\n", "cases.csv:3: $.id: duplicate id 'a' (first on line 2)"),
     ("cases.csv", "id,input.q,input.n:json\na,x,[1\n",

@@ -204,8 +204,8 @@ def test_latest_names_the_newest_run_and_runs_shows_the_config(project):
     second = project.run("run").out.split()[1]
     assert project.run("inspect", "latest").out.splitlines()[0].startswith(f"Run {second} ")
     listed = rows(project.run("runs").out)
-    assert [r[0] for r in listed[1:]] == [first, second]
-    assert listed[0] == ["run", "created", "state", "system", "config", "cases", "diagnosis child"]
+    assert [r[0] for r in listed[1:]] == [second, first]  # newest first
+    assert listed[0] == ["run", "created", "gate", "state", "system", "config", "cases"]
 
 
 def test_missing_cases_are_summarised_and_an_empty_slice_is_noted(project):

@@ -246,7 +246,7 @@ def staged(tmp_path_factory) -> Staged:
     s.summary, s.gold_id, s.children, _ = split_summary(s.gold.out)
     s.generate_after_gold = lines_of(project, "generate.log")
     s.inspect = project.run("inspect", s.gold_id)
-    s.runs = project.run("runs")
+    s.runs = project.run("runs", "--all")
     return s
 
 
@@ -273,7 +273,7 @@ def test_gold_context_creates_two_stored_child_runs_linked_to_the_run(staged):
     assert [role for role, _ in staged.children] == ["gold context", "control"]
     headers = run_headers(staged.project)
     for role, run in staged.children:
-        assert run in staged.runs.out  # `oloproof runs` lists them
+        assert run in staged.runs.out  # `oloproof runs --all` lists them
         header = headers[run]
         assert (header["parent"], header["role"], header["intervention"]) == (staged.run_id, role, "gold-context")
         assert header["state"] == "DIAGNOSTIC/COMPLETE" and header["cases"] == 9

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import socket
 import struct
@@ -216,7 +217,11 @@ def faults(tmp_path_factory):
 ])
 def test_fault_outcome(faults, mode, missing, attempts):
     record = faults["records"][mode]
-    assert record.get("missing") == missing, record
+    got = record.get("missing")
+    if missing is not None and missing.startswith("connection_error: "):  # the URL follows: which service
+        assert got is not None and re.fullmatch(re.escape(missing) + r" \(http://127\.0\.0\.1:\d+/\S*\)", got), record
+    else:
+        assert got == missing, record
     if missing is None:
         assert record["judgments"]["answer_correct"]["status"] == "pass", record
     assert len(faults["attempts"][f"answer {mode}"]) == attempts
@@ -250,7 +255,14 @@ def test_refused_connection_is_missing_after_retries(project):
     result = project.run("run")
     assert result.code == 0, result  # no policy: the run is ungated, the case missing
     assert "0 / 0 observed · 1 missing" in result.out
-    assert exported(project, run_id(result))["c1"]["missing"] == "connection_error: ClientConnectorError"
+    missing = f"connection_error: ClientConnectorError (http://127.0.0.1:{port}/answer)"
+    assert exported(project, run_id(result))["c1"]["missing"] == missing
+    # the report names the service that was down
+    assert f"Missing: 1 of 1 cases produced no output: {missing} (1)" in result.out, result.out
+    secret = http_config(f"http://user:pw@127.0.0.1:{port}/answer?token=abc", "    retries: 0\n")
+    project.write("oloproof.yaml", secret)
+    shown = project.run("run")
+    assert missing in shown.out and "pw" not in shown.out and "abc" not in shown.out, shown.out
 
 
 # -- the response's fields ----------------------------------------------------------------------------

@@ -455,3 +455,15 @@ def test_a_validation_below_the_requirement_leaves_the_rule_in_manual_review(sta
     assert validated.code == 3, validated
     assert "not met: without labels of a run, rules on this criterion stay MANUAL_REVIEW (judge_not_validated)" in validated.out
     assert "judge_not_validated" in olo("run", cwd=tmp_path).out
+
+
+@pytest.mark.slow
+def test_inspect_failures_gives_the_judge_s_rationale_and_says_an_llm_judged(standin, tmp_path):
+    judged_project(tmp_path, standin)
+    assert olo("run", cwd=tmp_path).code == 0
+    out = olo("inspect", "latest", "--failures", cwd=tmp_path).out
+    why = out[out.index("Why:"):]
+    assert "no reason given" not in why, why
+    c2 = why[why.index("\nc2\n"):].split("\n\n")[0]
+    assert ("  grounded: failed, the LLM judge's rationale, prompt groundedness/v1: the answer adds a claim"
+            in c2.splitlines()), c2
