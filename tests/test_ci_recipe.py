@@ -196,6 +196,7 @@ def test_every_page_installs_the_same_way():
     install = index[index.index("## Install"):index.index("## Start")]
     assert "pip install oloproof\n" in install and "OWNER" not in install
     source = load("github-actions.yml")["env"]["OLOPROOF_SOURCE"]
+    assert source == "oloproof", "the recipes install the release by default, with no placeholder to fill in"
     assert load("gitlab-ci.yml")["oloproof"]["variables"]["OLOPROOF_SOURCE"] == source
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         if page.name in ("index.md", "changelog.md"):
