@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -314,17 +313,26 @@ class SeenIds:
         self.digests.append(_id_digest(case_id))
 
     def repeated(self) -> set[int]:
-        """The digests seen more than once (after the exact part): usually none."""
+        """The digests seen more than once (after the exact part): usually none. Up to ``SORTED``
+        digests are sorted whole; more are split by their top byte into 256 parts, each sorted on
+        its own, so the check holds one part at a time beside the digests and imports nothing (numpy
+        alone would add some 20 MB to a run that computes no interval with it)."""
         if self.digests is None or len(self.digests) < 2:
             return set()
-        if len(self.digests) <= self.SORTED and sys.modules.get("numpy") is None:  # sorted sooner than numpy imported
-            from itertools import pairwise
+        from itertools import pairwise
 
+        if len(self.digests) <= self.SORTED:
             return {a for a, b in pairwise(sorted(self.digests)) if a == b}
-        import numpy as np
+        from array import array
 
-        ordered = np.sort(np.frombuffer(self.digests, dtype=np.int64))
-        return {int(d) for d in ordered[1:][ordered[1:] == ordered[:-1]]}
+        parts = [array("q") for _ in range(256)]
+        for d in self.digests:
+            parts[d >> 56].append(d)  # the top byte of a signed 64-bit value: -128..127, each its own part
+        found: set[int] = set()
+        for i in range(256):
+            part, parts[i] = parts[i], None
+            found.update(a for a, b in pairwise(sorted(part)) if a == b)
+        return found
 
 
 def _id_digest(case_id: str) -> int:
