@@ -11,7 +11,6 @@ the client.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -21,7 +20,10 @@ from typing import Any
 
 from attrs import field, frozen
 
-from oloproof import ArtifactError, CaseMissing, ConfigError, digest, hookimpl, is_refusal, retry_after, strict_json
+from oloproof import (ArtifactError, CaseMissing, ConfigError, digest, hookimpl, is_refusal, json_encoder, retry_after,
+                      strict_json)
+
+_BODY = json_encoder(allow_nan=False)  # a request's body: json.dumps's text, the encoder built once
 
 ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -204,8 +206,8 @@ class HttpSystem:
             self.bounded = bounds_attempts(self.client, self.options.timeout)
         options = self.options
         try:
-            content = json.dumps(dict(case.input), ensure_ascii=False, allow_nan=False).encode("utf-8")
-        except (TypeError, ValueError) as exc:
+            content = _BODY(dict(case.input)).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as exc:
             raise CaseMissing(f"request_error: the input is not JSON: {exc}") from None
         for attempt in range(options.retries + 1):
             if self.limiter.interval:
