@@ -9,7 +9,6 @@ dsn: "${OLOPROOF_DSN}", schema: team}``).
 from __future__ import annotations
 
 import os
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,6 @@ from oloproof_core.model.errors import ConfigError, OloproofError
 from oloproof_core.storage.runs import store_spec, write_run
 
 ENV = "OLOPROOF_STORE"
-
-
-_OPENED: weakref.WeakSet = weakref.WeakSet()  # the stores this process opened, for close_stores
 
 
 def open_store(entry: Any, options: Any, project_dir: Path) -> Any:
@@ -33,25 +29,7 @@ def open_store(entry: Any, options: Any, project_dir: Path) -> Any:
         store.reopen = partial(entry.factory, options, project_dir)
     except AttributeError:  # a store that takes no new attributes is simply not reopened
         pass
-    try:
-        _OPENED.add(store)
-    except TypeError:  # a store that cannot be referred to weakly is closed when it is collected
-        pass
     return store
-
-
-def close_stores() -> None:
-    """Close every store this process opened and still holds (its connections: the local store's
-    last one checkpoints its write-ahead log), as a command ends: what collecting the garbage of
-    the whole process at exit did, without traversing every object to find them. A store that
-    fails to close is left as the collector would have left it (its data is committed)."""
-    for store in list(_OPENED):
-        closer = getattr(store, "close", None)
-        if closer is not None:
-            try:
-                closer()
-            except Exception:  # noqa: BLE001 - committed data is safe; nothing more to do at exit
-                pass
 
 
 def open_spec(plugins: Any, project_dir: Path, text: str, where: str) -> Any:

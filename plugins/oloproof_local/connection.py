@@ -32,15 +32,6 @@ class Connections:
             self._db.close()
             self._db = None
 
-    def __del__(self) -> None:
-        # A store nothing refers to any more closes its connections at once (the last one
-        # checkpoints the write-ahead log): a connection sits in a reference cycle of its own
-        # (its statement cache), which only a collection of the whole process would free.
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - what was committed is safe; nothing to report from here
-            pass
-
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         """The connection a cache read uses. A thread with no write transaction of its own reads
