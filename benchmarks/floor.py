@@ -68,7 +68,7 @@ class Recorder:
         self.records: list[tuple] = []
         self.cache: list[tuple] = []
         self.passed = 0
-        self.batches: queue.SimpleQueue = queue.SimpleQueue()
+        self.batches: queue.Queue = queue.Queue(maxsize=4)  # bounded: the loop waits rather than holding every row
         self.thread = threading.Thread(target=self.write)
         self.thread.start()
 
