@@ -31,11 +31,12 @@ from oloproof_core.storage.runs import (
     unsigned, valid_run_id, verdict, write_run, listed_runs,
 )
 from oloproof_core.storage.checksums import checked_object
-from oloproof_core.model.identity import canonical, digest, json_encoder
+from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
 from oloproof_core.engine.providers import (
     JsonProvider, JudgeOptions, LLMJudge, Reply, json_objects, judgment_from_reply, open_provider, retry_after, text_of,
 )
+from oloproof_core.model.identity import json_encoder
 
 __version__ = "0.1.0"
 

@@ -20,10 +20,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-from oloproof import (ArtifactError, CaseMissing, ConfigError, digest, hookimpl, is_refusal, json_encoder, retry_after,
-                      strict_json)
-
-_BODY = json_encoder(allow_nan=False)  # a request's body: json.dumps's text, the encoder built once
+from oloproof import json_encoder
+from oloproof import ArtifactError, CaseMissing, ConfigError, digest, hookimpl, is_refusal, retry_after, strict_json
 
 ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -45,6 +43,7 @@ class Options:
 
 
 JSON = {"Content-Type": "application/json"}
+_BODY = json_encoder(allow_nan=False)  # a request's body: json.dumps's text, the encoder built once
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # no header value may carry these (CR/LF above all)
 
 
