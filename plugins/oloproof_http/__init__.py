@@ -11,6 +11,7 @@ the client.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -20,7 +21,6 @@ from typing import Any
 
 from attrs import field, frozen
 
-from oloproof import json_encoder
 from oloproof import ArtifactError, CaseMissing, ConfigError, digest, hookimpl, is_refusal, retry_after, strict_json
 
 ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -43,7 +43,6 @@ class Options:
 
 
 JSON = {"Content-Type": "application/json"}
-_BODY = json_encoder(allow_nan=False)  # a request's body: json.dumps's text, the encoder built once
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # no header value may carry these (CR/LF above all)
 
 
@@ -205,8 +204,8 @@ class HttpSystem:
             self.bounded = bounds_attempts(self.client, self.options.timeout)
         options = self.options
         try:
-            content = _BODY(dict(case.input)).encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as exc:
+            content = json.dumps(dict(case.input), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
             raise CaseMissing(f"request_error: the input is not JSON: {exc}") from None
         for attempt in range(options.retries + 1):
             if self.limiter.interval:
