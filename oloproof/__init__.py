@@ -42,6 +42,7 @@ from oloproof_core.engine.embeddings import (
 from oloproof_core.engine.providers import (
     JsonProvider, JudgeOptions, LLMJudge, Reply, json_objects, judgment_from_reply, open_provider, retry_after, text_of,
 )
+from oloproof_core.model.identity import json_encoder
 
 __version__ = "0.1.0"
 
@@ -123,6 +124,7 @@ __all__ = [
     "cosine",
     "current_case",
     "digest",
+    "json_encoder",
     "display",
     "evidence_words",
     "hookimpl",

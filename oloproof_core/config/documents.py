@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -285,46 +284,63 @@ def structure(doc: Document | None, data: Any, cls: type, path: tuple = (), *, w
 
 class SeenIds:
     """The ids of a file read so far, for the duplicate-id check: where each was first seen while
-    they are few; past ``EXACT`` ids, an 8-byte hash each (a million ids in 8 MB), checked for
-    repeats by :meth:`repeated` once the file is read."""
+    they are few; past ``EXACT`` ids, an 8-byte hash each (a million ids in 8 MB), kept in 256
+    parts by the hash's top byte and checked for repeats by :meth:`repeated` once the file is read."""
 
     EXACT = 50_000
-    SORTED = 150_000  # up to this many digests, Python's sort finds repeats in less time than importing numpy
+    SORTED = 150_000  # up to this many hashes are sorted together; more, one part at a time
 
     def __init__(self, exact: float = EXACT) -> None:
         self.exact = exact  # math.inf: always exact (a file read whole anyway)
         self.first: dict[str, str] = {}
-        self.digests: Any = None  # array('q') once past EXACT ids
+        self.parts: list | None = None  # 256 array('q') once past EXACT ids, by the hash's top byte
+        self.hashed = 0
+
+    @property
+    def digests(self) -> list[int]:
+        """Every hash kept (in no particular order)."""
+        return [d for part in self.parts or () for d in part]
 
     def __len__(self) -> int:
-        return len(self.first) + (len(self.digests) if self.digests is not None else 0)
+        return len(self.first) + self.hashed
 
     def seen(self, case_id: str) -> str | None:
         """Where ``case_id`` was first seen, when that is still known exactly."""
         return self.first.get(case_id)
 
     def add(self, case_id: str, here: str) -> None:
-        if self.digests is None and len(self.first) < self.exact:
+        if self.parts is None and len(self.first) < self.exact:
             self.first[case_id] = here
             return
-        if self.digests is None:
+        if self.parts is None:
             from array import array
 
-            self.digests = array("q", map(_id_digest, self.first))
-        self.digests.append(_id_digest(case_id))
+            self.parts = [array("q") for _ in range(256)]
+            for known in self.first:
+                self._hash(known)
+        self._hash(case_id)
+
+    def _hash(self, case_id: str) -> None:
+        digest = _id_digest(case_id)
+        self.parts[digest >> 56].append(digest)  # the top byte, -128..127: one part each
+        self.hashed += 1
 
     def repeated(self) -> set[int]:
-        """The digests seen more than once (after the exact part): usually none."""
-        if self.digests is None or len(self.digests) < 2:
+        """The hashes seen more than once (after the exact part): usually none. A repeat has its
+        top byte in common with its first, so each part is sorted on its own once there are many
+        (one part of some 4,000 hashes at a time beside the 8 bytes an id): no copy of them all,
+        and nothing imported (numpy alone would add some 20 MB to a run that computes no interval
+        with it)."""
+        if self.parts is None or self.hashed < 2:
             return set()
-        if len(self.digests) <= self.SORTED and sys.modules.get("numpy") is None:  # sorted sooner than numpy imported
-            from itertools import pairwise
+        from itertools import chain, pairwise
 
-            return {a for a, b in pairwise(sorted(self.digests)) if a == b}
-        import numpy as np
-
-        ordered = np.sort(np.frombuffer(self.digests, dtype=np.int64))
-        return {int(d) for d in ordered[1:][ordered[1:] == ordered[:-1]]}
+        if self.hashed <= self.SORTED:
+            return {a for a, b in pairwise(sorted(chain.from_iterable(self.parts))) if a == b}
+        found: set[int] = set()
+        for part in self.parts:
+            found.update(a for a, b in pairwise(sorted(part)) if a == b)
+        return found
 
 
 def _id_digest(case_id: str) -> int:

@@ -3,6 +3,7 @@ judgment cache, in this thread or, for judges that call out, a pool of threads."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,7 +12,7 @@ from oloproof_core.model.errors import EvaluationError
 from oloproof_core.model.identity import combine, digest
 from oloproof_core.model.records import Case, Execution, Judgment
 from oloproof_core.model.untrusted import NotStorable, clean_text, storable
-from oloproof_core.storage.cache_writer import CacheWriter
+from oloproof_core.storage.cache_writer import DELAY, CacheWriter
 
 def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
           concurrency: int, use_cache: bool = True) -> tuple[list[dict], dict]:
@@ -86,12 +87,15 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     if writer is None:
         writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
 
-    def keep(item: tuple[int, Any, str], judgment: Judgment) -> None:
+    def keep(item: tuple[int, Any, str], judgment: Judgment, held: list | None = None) -> None:
         i, spec, key = item
         criterion = spec.evaluator.criterion
         judgments[i][criterion] = judgment
         if judgment.status != "missing":
-            writer.put(key, judgment.to_data())
+            if held is None:
+                writer.put(key, judgment.to_data())
+            else:
+                held.append((key, judgment.to_data()))
         if progress is not None:
             progress.step(judge_call=getattr(spec.evaluator, "judge", False) is True)
         spent = judgment.detail.get("usage") if judgment.detail else None
@@ -106,8 +110,16 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     if progress is not None:
         progress.start("judgments", len(pending))
     try:
-        for item in fast:
-            keep(item, evaluate(item))
+        held: list = []  # in-process judgments, handed to the writer together (within DELAY / 2)
+        since = time.monotonic()
+        try:
+            for item in fast:
+                keep(item, evaluate(item), held)
+                if len(held) >= 500 or time.monotonic() - since > DELAY / 2:
+                    writer.put_many(held)
+                    held, since = [], time.monotonic()
+        finally:
+            writer.put_many(held)
         if slow:
             from concurrent.futures import ThreadPoolExecutor, as_completed  # judges that call out only
 

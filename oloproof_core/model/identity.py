@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,36 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _encoder(allow_nan: bool) -> json.JSONEncoder:
-    return json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=allow_nan,
-                            default=_default)
+def json_encoder(*, sort_keys: bool = False, separators: tuple[str, str] = (", ", ": "), allow_nan: bool = True,
+                 default: Callable[[Any], Any] | None = None) -> Callable[[Any], str]:
+    """A function encoding a value as ``json.JSONEncoder(ensure_ascii=False, check_circular=False,
+    ...).encode`` does, made once: ``encode`` builds the C encoder anew on every call, which costs
+    more than encoding a small value (several values a case). A cycle is a RecursionError, as with
+    ``check_circular=False``; a value of another type goes to ``default`` (a TypeError without one).
+
+    :param separators: (item separator, key separator), as ``json.dumps`` takes them.
+    """
+    plain = json.JSONEncoder(sort_keys=sort_keys, separators=separators, ensure_ascii=False, allow_nan=allow_nan,
+                             check_circular=False, default=default)
+    try:
+        from _json import make_encoder
+    except ImportError:  # an interpreter without the C accelerator
+        return plain.encode
+    from json.encoder import encode_basestring
+
+    fast = make_encoder(None, plain.default, encode_basestring, None, separators[1], separators[0], sort_keys, False,
+                        allow_nan)
+    join = "".join
+
+    def encode(value: Any) -> str:
+        return join(fast(value, 0))
+
+    return encode
 
 
 # built once: json.dumps with these options would build an encoder on every call (several a case)
-_ENCODERS = {True: _encoder(True).encode, False: _encoder(False).encode}
+_ENCODERS = {nan: json_encoder(sort_keys=True, separators=(",", ":"), allow_nan=nan, default=_default)
+             for nan in (True, False)}
 
 
 def canonical(data: Any, allow_nan: bool = True) -> str:

@@ -394,6 +394,12 @@ def select(value: Any, path: str | None) -> Any:
 
     An integer part indexes a list (``sources.0.id``); an empty or None path is the value itself.
     """
+    if path and "." not in path and type(value) is dict:  # one key of an object: most paths, every case
+        found = value.get(path)
+        if found is not None or path in value:
+            return found
+        if not path.isdigit():
+            return None
     for part in path.split(".") if path else ():
         if isinstance(value, dict) and part in value:
             value = value[part]

@@ -16,10 +16,12 @@ import json
 import math
 from typing import Any
 
+from oloproof_core.model.identity import json_encoder
+
 MAX_NESTING = 200  # levels of lists and objects in a value from outside
 MAX_INT_DIGITS = 4300  # Python's own limit on printing an integer (sys.get_int_max_str_digits)
 
-_CHECK = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False).encode
+_CHECK = json_encoder(allow_nan=False)
 _CONTAINERS = (dict, list, tuple)
 
 

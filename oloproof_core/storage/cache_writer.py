@@ -43,7 +43,7 @@ class CacheWriter:
         self.dropped = 0  # values the store refused one by one (row_fault): not cached
         self.error: BaseException | None = None
         self.closing = False
-        self.ready = threading.Condition()
+        self.ready = threading.Condition(threading.Lock())  # a plain lock: put takes it once a value
         self.thread = threading.Thread(target=self._loop, name=f"oloproof-writer-{namespace}", daemon=True)
         self.thread.start()
 
@@ -54,6 +54,17 @@ class CacheWriter:
             self.items.append((key, value))
             if len(self.items) == 1:
                 self.ready.notify()
+
+    def put_many(self, items: list[tuple[str, Any]]) -> None:
+        """:meth:`put` of each item, under one hold of the lock."""
+        if self.error is not None:
+            self._raise()
+        if items:
+            with self.ready:
+                waiting = not self.items
+                self.items.extend(items)
+                if waiting:
+                    self.ready.notify()
 
     def close(self) -> None:
         """Commit what is left and stop the thread; raise the first write failure, if any."""

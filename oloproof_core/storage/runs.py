@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from oloproof_core.model.errors import OloproofError
+from oloproof_core.model.identity import json_encoder
 from oloproof_core.storage.checksums import (  # noqa: F401 - re-exported: oloproof imports them from here
     CHECK,
     KEY_ENV,
@@ -33,7 +34,7 @@ from oloproof_core.storage.checksums import (  # noqa: F401 - re-exported: olopr
 
 PAGE = 2000  # case rows a store reads at once when it streams a run
 CHUNK = 1000  # case records save_run hands to its writer at once
-_RECORD = json.JSONEncoder(ensure_ascii=False).encode  # a case row's text (built once, not once a row)
+_RECORD = json_encoder()  # a case row's text (built once, not once a row)
 
 
 class Sealer:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from oloproof import checksum, verdict
+from oloproof import checksum, json_encoder, verdict
 
 from .keys import stored_key
 
 CHUNK = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
-_VALUE = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # a cache value's text (built once)
+_VALUE = json_encoder(sort_keys=True)  # a cache value's text (built once)
 
 
 class Caches:

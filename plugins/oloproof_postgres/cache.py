@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from oloproof import checksum, verdict
+from oloproof import checksum, json_encoder, verdict
 
 CHUNK = 1000  # keys per SELECT ... = ANY(...)
+_VALUE = json_encoder(sort_keys=True)  # a cache value's text (built once)
 
 
 class Caches:
@@ -52,7 +53,7 @@ class Caches:
     def cache_put_many(self, ns: str, items: Iterable[tuple[str, object]]) -> None:
         values = {}
         for k, v in items:  # the last value of a key wins, as in one writer's order
-            values[k] = json.dumps(v, ensure_ascii=False, sort_keys=True)
+            values[k] = _VALUE(v)
         # in key order: two writers upserting the same keys take their row locks in one order
         rows = [(ns, k, value, checksum(ns, k, value, key=self.key)) for k, value in sorted(values.items())]
         if not rows:

@@ -225,18 +225,17 @@ def test_each_strict_json_error_is_the_one_it_was(line, problem):
     assert str(raised.value).startswith(f"f.jsonl:3: {problem}")
 
 
-# -- duplicate ids past the exact part: hashed, sorted without numpy when few ---------------------
+# -- duplicate ids past the exact part: hashed, sorted without numpy -------------------------------
 
 
-@pytest.mark.parametrize("sorted_up_to", [0, 10**9])  # numpy's sort, Python's
+@pytest.mark.parametrize("sorted_up_to", [0, 10**9])  # split by the top byte and sorted part by part; sorted whole
 def test_a_repeated_id_among_many_is_located_by_either_sort(fresh, monkeypatch, sorted_up_to):
     rows = [case(i) for i in range(30)]
     rows[25]["id"] = rows[3]["id"]
     fresh.cases(rows)
     monkeypatch.setattr(SeenIds, "EXACT", 10)
     monkeypatch.setattr(SeenIds, "SORTED", sorted_up_to)
-    if sorted_up_to:  # numpy not imported, as in a run that computes nothing with it: importing it fails
-        monkeypatch.setitem(sys.modules, "numpy", None)
+    monkeypatch.setitem(sys.modules, "numpy", None)  # neither sort imports numpy: importing it fails
     with pytest.raises(ConfigError) as raised:
         oloproof.run(fresh.root / "oloproof.yaml")
     assert str(raised.value).startswith("cases.jsonl:26: $.id: duplicate id 'c003' (first on line 4)")
@@ -286,3 +285,20 @@ def test_an_integer_too_long_for_python_is_a_located_error(project, name):
     where = "cases.jsonl:1" if name.endswith(".jsonl") else "cases.json"
     assert f"{where}: invalid JSON: an integer of more than 4300 digits" in result.text
     assert project.runs() == []
+
+
+def test_the_parts_find_every_repeated_hash_and_no_other():
+    """Past ``SORTED`` hashes, the 256 parts (by the top byte, negative hashes included) find
+    exactly the hashes seen twice."""
+    seen = SeenIds(exact=0)
+    seen.SORTED = 0
+    ids = [f"id-{i}" for i in range(5000)] + ["id-17", "id-4999", "id-2500"]
+    for case_id in ids:
+        seen.add(case_id, "here")
+    assert seen.repeated() == {hash("id-17"), hash("id-4999"), hash("id-2500")}
+    assert {h >> 63 for h in seen.digests} == {0, -1}  # both signs were in the parts
+    distinct = SeenIds(exact=0)
+    distinct.SORTED = 0
+    for i in range(5000):
+        distinct.add(f"id-{i}", "here")
+    assert distinct.repeated() == set()
