@@ -10,9 +10,9 @@ from oloproof_core.model.errors import (ArtifactError, CaseMissing, ConfigError,
 from oloproof_core.hooks.specs import hookimpl
 from oloproof_core.workflows.project import Project
 from oloproof_core.model.records import (
-    acceptable_texts, Case, Context, ContextItem, DroppedItem, Execution, Judgment, Passage, Retrieval, Summary,
-    StageCache, SystemContext, select, tally,
+    acceptable_texts, Case, Execution, Judgment, Summary, StageCache, SystemContext, select, tally,
 )
+from oloproof_core.model.artifacts import Context, ContextItem, DroppedItem, Passage, Retrieval
 from oloproof_core.model.retrieval import (
     AtKEvaluator, AtKOptions, Evidence, context_from_prompt, context_names, evidence_words, latest, observe, one_of, ranked_units,
     relevant_units, retrieval_data, retrieval_from_data, unit_key, whole_documents,

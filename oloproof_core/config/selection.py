@@ -11,7 +11,7 @@ from typing import Any
 from attrs import evolve, field, frozen
 
 from oloproof_core.model.errors import ConfigError
-from oloproof_core.model.records import Case, _tuple  # a Python converter: attrs inspects a builtin one slowly
+from oloproof_core.model.records import Case, as_tuple  # a Python converter: attrs inspects a builtin one slowly
 
 FILTER_FIX = "write FIELD=GLOB or FIELD!=GLOB, FIELD being id or metadata.KEY: --filter 'id=case_0*' " \
              "or --filter metadata.topic=billing"
@@ -22,7 +22,7 @@ class Selection:
     """What ``oloproof run`` (or ``oloproof.evaluate``) was asked to run of the suite."""
 
     limit: int | None = None
-    filters: tuple[str, ...] = field(default=(), converter=_tuple)
+    filters: tuple[str, ...] = field(default=(), converter=as_tuple)
     sample: int | None = None
     seed: int | None = None  # the sample's seed; 0 when not given
 

@@ -11,7 +11,8 @@ from typing import Any
 from attrs import frozen
 
 from oloproof_core.model.errors import OloproofError
-from oloproof_core.model.records import Case, Context, Retrieval
+from oloproof_core.model.artifacts import Context, Retrieval
+from oloproof_core.model.records import Case
 
 _CURRENT: contextvars.ContextVar[Recorder] = contextvars.ContextVar("oloproof_current_case")
 

@@ -14,7 +14,8 @@ import random
 from typing import Any
 
 from oloproof_core.model.errors import ArtifactError, CaseMissing
-from oloproof_core.model.records import Case, Context, ContextItem, Passage
+from oloproof_core.model.artifacts import Context, ContextItem, Passage
+from oloproof_core.model.records import Case
 from oloproof_core.model.retrieval import relevant_units, unit_key, whole_documents
 
 

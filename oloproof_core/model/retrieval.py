@@ -105,7 +105,7 @@ def retrieval_data(retrieval: Any) -> dict:
 
 def retrieval_from_data(data: Mapping[str, Any]) -> Any:
     """The :class:`Retrieval` of a recorded (already validated) ``retrieval/v1`` record."""
-    from oloproof_core.model.records import Passage, Retrieval
+    from oloproof_core.model.artifacts import Passage, Retrieval
 
     return Retrieval(query=data.get("query"), depth=data["depth"],
                      candidates=tuple(Passage(**c) for c in data.get("candidates", ())))
