@@ -368,7 +368,9 @@ def test_an_unknown_receiver_names_the_known_ones(project):
 # -- production traces as cases -----------------------------------------------------------------------
 
 
-def test_cases_from_traces_keep_the_question_the_answer_and_the_retrieval_to_replay(example):
+def _production_cases(example) -> tuple[list, dict, Project]:
+    """Production traffic to the traced example (its own traces, no traceparent) exported to a
+    file, and `cases from-traces` on that file: the questions, the service's replies, the project."""
     import urllib.request
 
     server, folder = example
@@ -391,6 +393,12 @@ def test_cases_from_traces_keep_the_question_the_answer_and_the_retrieval_to_rep
                        "--redact", "llm.output_messages.*", "--mapping", "openinference")
     assert made.code == 0, made
     assert f"Wrote {len(questions)} cases to cases.from-traces.jsonl from {len(questions)} traces" in made.out
+    return questions, answers, project
+
+
+def test_cases_from_traces_keep_the_question_the_answer_and_the_retrieval_to_replay(example):
+    questions, answers, project = _production_cases(example)
+    folder = example[1]
     cases = [json.loads(line) for line in (folder / "cases.from-traces.jsonl").read_text().splitlines()]
     by_question = {c["input"]["question"]: c for c in cases}
     assert set(by_question) == set(questions)
@@ -455,8 +463,8 @@ def test_a_replay_of_production_traces_is_diagnosed_as_the_staged_example(exampl
     labels and the same top-k recoveries as examples/support_rag, the staged version."""
     _, folder = example
     produced = folder / "cases.from-traces.jsonl"
-    if not produced.is_file():
-        pytest.skip("needs the cases of test_cases_from_traces_keep_the_question_the_answer_and_the_retrieval")
+    if not produced.is_file():  # run alone (CI runs the slow tests apart): record the production traffic here
+        _production_cases(example)
     labels = {json.loads(line)["input"]["question"]: json.loads(line)
               for line in (BLACKBOX / "cases.jsonl").read_text(encoding="utf-8").splitlines()}
     rows = []
