@@ -101,7 +101,7 @@ def test_diagnose_with_the_installed_intervention_and_its_option(venv: Venv, dem
         "  receipts: not retrieved",
         "  seat_count: in context, position 1",
     ]
-    runs = venv.oloproof("runs", cwd=project).stdout
+    runs = venv.oloproof("runs", "--all", cwd=project).stdout  # child runs are listed with --all
     assert all(run in runs for run in re.findall(RUN, lines[8]))
 
 

@@ -5,6 +5,7 @@ read-only as it is on disk, for the reading commands."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -47,9 +48,32 @@ class Tables:
 
     def _open(self) -> sqlite3.Connection:
         self.root.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists():  # created like any file the user makes: 0666 less the umask
+        created = not self.path.exists()
+        if created:  # created like any file the user makes: 0666 less the umask
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o666))
         db = connect(self.path, timeout=60)
+        try:
+            return self._prepare(db)
+        except BaseException:
+            db.close()
+            if created:  # a new store whose tables could not be made (a full disk): leave no store behind
+                self._remove_if_empty()
+            raise
+
+    def _remove_if_empty(self) -> None:
+        """Remove the database file (and its WAL and shared-memory files) when it holds no table:
+        a store this command began to create and could not, which would otherwise read as damage."""
+        try:
+            with contextlib.closing(connect(self.path, timeout=1)) as db:
+                if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    return  # another command made the tables meanwhile: its store, kept
+        except sqlite3.Error:
+            return
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{self.path}{suffix}")
+
+    def _prepare(self, db: sqlite3.Connection) -> sqlite3.Connection:
         for attempt in range(600):
             try:
                 db.execute("PRAGMA journal_mode=WAL")

@@ -184,7 +184,9 @@ def test_an_empty_schema_or_a_missing_table_or_version_is_damage_to_store_check(
     assert "1 run (2 case records)" in versionless.out and versionless.out.count("Damaged:") == 1, versionless
     repaired = project.run("store", "repair", env=env)
     assert repaired.code == 2 and "Still damaged: database: the store's schema version is missing" in repaired.out, repaired
-    sql("INSERT INTO {s}.meta (key, value) VALUES ('schema_version', '3')")
+    from oloproof_postgres.schema import VERSION
+
+    sql(f"INSERT INTO {{s}}.meta (key, value) VALUES ('schema_version', '{VERSION}')")
     assert project.run("store", "check", env=env).code == 0
     sql("DROP TABLE {s}.cache")
     dropped = project.run("store", "check", env=env)
