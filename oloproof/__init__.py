@@ -4,45 +4,150 @@ Everything here is re-exported from the engine in ``oloproof_core``; import from
 only, never from ``oloproof_core``.
 """
 
-from oloproof_core.statistics import display, intervals as stats
-from oloproof_core.workflows.api import evaluate, run
-from oloproof_core.model.errors import (ArtifactError, CaseMissing, ConfigError, EvaluationError, OloproofError, PluginError)
-from oloproof_core.hooks.specs import hookimpl
-from oloproof_core.workflows.project import Project
-from oloproof_core.model.records import (
-    acceptable_texts, Case, Execution, Judgment, Summary, StageCache, SystemContext, select, tally,
-)
-from oloproof_core.model.artifacts import Context, ContextItem, DroppedItem, Passage, Retrieval
-from oloproof_core.model.retrieval import (
-    AtKEvaluator, AtKOptions, Evidence, context_from_prompt, context_names, evidence_words, latest, observe, one_of, ranked_units,
-    relevant_units, retrieval_data, retrieval_from_data, unit_key, whole_documents,
-)
-from oloproof_core.model.perturbation import Perturbation, is_relevant, recorded_context, renumbered, seeded
-from oloproof_core.engine.recording import (
-    RagSystemInfo, Recorder, SystemInfo, call_with_recorder, code_fingerprint, current_case, import_object,
-    rag_system, source_fingerprint, system,
-)
-from oloproof_core.engine.fingerprint import project_fingerprint, reach_fingerprint
-from oloproof_core.engine.fingerprint import short as short_fingerprint
-from oloproof_core.hooks.registry import Registry
-from oloproof_core.storage.check import Untrusted, check_rows, only_unsigned, resigned_run, resigned_value
-from oloproof_core.storage.runs import (
-    PAGE, QUARANTINED, RunWriter, checked_case, checked_seal, checksum, damaged_run, key_needed, keyed,
-    process_gone, row_checksum, seal_intact, seal_of, seal_verdict, sealed_records, shown_text, store_key, this_process,
-    unsigned, valid_run_id, verdict, write_run, listed_runs,
-)
-from oloproof_core.storage.checksums import checked_object
-from oloproof_core.storage.query import RANK as STATUS_RANK, case_text, case_words, cells as case_cells, checked_query
-from oloproof_core.model.identity import canonical, digest
-from oloproof_core.model.untrusted import NotStorable, clean_text, is_refusal, storable, strict_json
-from oloproof_core.engine.claims import ClaimJudge, ClaimOptions
-from oloproof_core.engine.embeddings import (
-    EmbeddingCache, Embeddings, cosine, identified_provider, open_embedder, vectors_of,
-)
-from oloproof_core.engine.providers import (
-    JsonProvider, JudgeOptions, LLMJudge, Reply, json_objects, judgment_from_reply, open_provider, retry_after, text_of,
-)
-from oloproof_core.model.identity import json_encoder
+# Every name, where it lives: imported on first use (PEP 562), so a plugin importing `hookimpl` and
+# two helpers does not load the engine, the stores and the statistics with them; a command line
+# loads every installed plugin, and each import here is paid by every command (benchmarks/startup_vs.py).
+_WHERE = {
+    "display": ("oloproof_core.statistics", "display"),
+    "stats": ("oloproof_core.statistics", "intervals"),
+    "evaluate": ("oloproof_core.workflows.api", "evaluate"),
+    "run": ("oloproof_core.workflows.api", "run"),
+    "ArtifactError": ("oloproof_core.model.errors", "ArtifactError"),
+    "CaseMissing": ("oloproof_core.model.errors", "CaseMissing"),
+    "ConfigError": ("oloproof_core.model.errors", "ConfigError"),
+    "EvaluationError": ("oloproof_core.model.errors", "EvaluationError"),
+    "OloproofError": ("oloproof_core.model.errors", "OloproofError"),
+    "PluginError": ("oloproof_core.model.errors", "PluginError"),
+    "hookimpl": ("oloproof_core.hooks.specs", "hookimpl"),
+    "Project": ("oloproof_core.workflows.project", "Project"),
+    "acceptable_texts": ("oloproof_core.model.records", "acceptable_texts"),
+    "Case": ("oloproof_core.model.records", "Case"),
+    "Execution": ("oloproof_core.model.records", "Execution"),
+    "Judgment": ("oloproof_core.model.records", "Judgment"),
+    "Summary": ("oloproof_core.model.records", "Summary"),
+    "StageCache": ("oloproof_core.model.records", "StageCache"),
+    "SystemContext": ("oloproof_core.model.records", "SystemContext"),
+    "select": ("oloproof_core.model.records", "select"),
+    "tally": ("oloproof_core.model.records", "tally"),
+    "Context": ("oloproof_core.model.artifacts", "Context"),
+    "ContextItem": ("oloproof_core.model.artifacts", "ContextItem"),
+    "DroppedItem": ("oloproof_core.model.artifacts", "DroppedItem"),
+    "Passage": ("oloproof_core.model.artifacts", "Passage"),
+    "Retrieval": ("oloproof_core.model.artifacts", "Retrieval"),
+    "AtKEvaluator": ("oloproof_core.model.retrieval", "AtKEvaluator"),
+    "AtKOptions": ("oloproof_core.model.retrieval", "AtKOptions"),
+    "Evidence": ("oloproof_core.model.retrieval", "Evidence"),
+    "context_from_prompt": ("oloproof_core.model.retrieval", "context_from_prompt"),
+    "context_names": ("oloproof_core.model.retrieval", "context_names"),
+    "evidence_words": ("oloproof_core.model.retrieval", "evidence_words"),
+    "latest": ("oloproof_core.model.retrieval", "latest"),
+    "observe": ("oloproof_core.model.retrieval", "observe"),
+    "one_of": ("oloproof_core.model.retrieval", "one_of"),
+    "ranked_units": ("oloproof_core.model.retrieval", "ranked_units"),
+    "relevant_units": ("oloproof_core.model.retrieval", "relevant_units"),
+    "retrieval_data": ("oloproof_core.model.retrieval", "retrieval_data"),
+    "retrieval_from_data": ("oloproof_core.model.retrieval", "retrieval_from_data"),
+    "unit_key": ("oloproof_core.model.retrieval", "unit_key"),
+    "whole_documents": ("oloproof_core.model.retrieval", "whole_documents"),
+    "Perturbation": ("oloproof_core.model.perturbation", "Perturbation"),
+    "is_relevant": ("oloproof_core.model.perturbation", "is_relevant"),
+    "recorded_context": ("oloproof_core.model.perturbation", "recorded_context"),
+    "renumbered": ("oloproof_core.model.perturbation", "renumbered"),
+    "seeded": ("oloproof_core.model.perturbation", "seeded"),
+    "RagSystemInfo": ("oloproof_core.engine.recording", "RagSystemInfo"),
+    "Recorder": ("oloproof_core.engine.recording", "Recorder"),
+    "SystemInfo": ("oloproof_core.engine.recording", "SystemInfo"),
+    "call_with_recorder": ("oloproof_core.engine.recording", "call_with_recorder"),
+    "code_fingerprint": ("oloproof_core.engine.recording", "code_fingerprint"),
+    "current_case": ("oloproof_core.engine.recording", "current_case"),
+    "import_object": ("oloproof_core.engine.recording", "import_object"),
+    "rag_system": ("oloproof_core.engine.recording", "rag_system"),
+    "source_fingerprint": ("oloproof_core.engine.recording", "source_fingerprint"),
+    "system": ("oloproof_core.engine.recording", "system"),
+    "project_fingerprint": ("oloproof_core.engine.fingerprint", "project_fingerprint"),
+    "reach_fingerprint": ("oloproof_core.engine.fingerprint", "reach_fingerprint"),
+    "short_fingerprint": ("oloproof_core.engine.fingerprint", "short"),
+    "Registry": ("oloproof_core.hooks.registry", "Registry"),
+    "Untrusted": ("oloproof_core.storage.check", "Untrusted"),
+    "check_rows": ("oloproof_core.storage.check", "check_rows"),
+    "only_unsigned": ("oloproof_core.storage.check", "only_unsigned"),
+    "resigned_run": ("oloproof_core.storage.check", "resigned_run"),
+    "resigned_value": ("oloproof_core.storage.check", "resigned_value"),
+    "PAGE": ("oloproof_core.storage.runs", "PAGE"),
+    "QUARANTINED": ("oloproof_core.storage.runs", "QUARANTINED"),
+    "RunWriter": ("oloproof_core.storage.runs", "RunWriter"),
+    "checked_case": ("oloproof_core.storage.runs", "checked_case"),
+    "checked_seal": ("oloproof_core.storage.runs", "checked_seal"),
+    "checksum": ("oloproof_core.storage.runs", "checksum"),
+    "damaged_run": ("oloproof_core.storage.runs", "damaged_run"),
+    "key_needed": ("oloproof_core.storage.runs", "key_needed"),
+    "keyed": ("oloproof_core.storage.runs", "keyed"),
+    "process_gone": ("oloproof_core.storage.runs", "process_gone"),
+    "row_checksum": ("oloproof_core.storage.runs", "row_checksum"),
+    "seal_intact": ("oloproof_core.storage.runs", "seal_intact"),
+    "seal_of": ("oloproof_core.storage.runs", "seal_of"),
+    "seal_verdict": ("oloproof_core.storage.runs", "seal_verdict"),
+    "sealed_records": ("oloproof_core.storage.runs", "sealed_records"),
+    "shown_text": ("oloproof_core.storage.runs", "shown_text"),
+    "store_key": ("oloproof_core.storage.runs", "store_key"),
+    "this_process": ("oloproof_core.storage.runs", "this_process"),
+    "unsigned": ("oloproof_core.storage.runs", "unsigned"),
+    "valid_run_id": ("oloproof_core.storage.runs", "valid_run_id"),
+    "verdict": ("oloproof_core.storage.runs", "verdict"),
+    "write_run": ("oloproof_core.storage.runs", "write_run"),
+    "listed_runs": ("oloproof_core.storage.runs", "listed_runs"),
+    "checked_object": ("oloproof_core.storage.checksums", "checked_object"),
+    "STATUS_RANK": ("oloproof_core.storage.query", "RANK"),
+    "case_text": ("oloproof_core.storage.query", "case_text"),
+    "case_words": ("oloproof_core.storage.query", "case_words"),
+    "case_cells": ("oloproof_core.storage.query", "cells"),
+    "checked_query": ("oloproof_core.storage.query", "checked_query"),
+    "canonical": ("oloproof_core.model.identity", "canonical"),
+    "digest": ("oloproof_core.model.identity", "digest"),
+    "NotStorable": ("oloproof_core.model.untrusted", "NotStorable"),
+    "clean_text": ("oloproof_core.model.untrusted", "clean_text"),
+    "is_refusal": ("oloproof_core.model.untrusted", "is_refusal"),
+    "storable": ("oloproof_core.model.untrusted", "storable"),
+    "strict_json": ("oloproof_core.model.untrusted", "strict_json"),
+    "ClaimJudge": ("oloproof_core.engine.claims", "ClaimJudge"),
+    "ClaimOptions": ("oloproof_core.engine.claims", "ClaimOptions"),
+    "EmbeddingCache": ("oloproof_core.engine.embeddings", "EmbeddingCache"),
+    "Embeddings": ("oloproof_core.engine.embeddings", "Embeddings"),
+    "cosine": ("oloproof_core.engine.embeddings", "cosine"),
+    "identified_provider": ("oloproof_core.engine.embeddings", "identified_provider"),
+    "open_embedder": ("oloproof_core.engine.embeddings", "open_embedder"),
+    "vectors_of": ("oloproof_core.engine.embeddings", "vectors_of"),
+    "JsonProvider": ("oloproof_core.engine.providers", "JsonProvider"),
+    "JudgeOptions": ("oloproof_core.engine.providers", "JudgeOptions"),
+    "LLMJudge": ("oloproof_core.engine.providers", "LLMJudge"),
+    "Reply": ("oloproof_core.engine.providers", "Reply"),
+    "json_objects": ("oloproof_core.engine.providers", "json_objects"),
+    "judgment_from_reply": ("oloproof_core.engine.providers", "judgment_from_reply"),
+    "open_provider": ("oloproof_core.engine.providers", "open_provider"),
+    "retry_after": ("oloproof_core.engine.providers", "retry_after"),
+    "text_of": ("oloproof_core.engine.providers", "text_of"),
+    "json_encoder": ("oloproof_core.model.identity", "json_encoder"),
+}
+
+
+def __getattr__(name: str):
+    try:
+        module, attribute = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module 'oloproof' has no attribute {name!r}") from None
+    import importlib
+
+    owner = importlib.import_module(module)
+    try:
+        value = getattr(owner, attribute)
+    except AttributeError:  # a submodule (display, intervals): imported, not yet an attribute
+        value = importlib.import_module(f"{module}.{attribute}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
 
 __version__ = "0.1.0"
 

@@ -11,23 +11,17 @@ password is never printed, logged or recorded (``shown`` names the server withou
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
+from typing import Any
 
 from attrs import frozen
 
-from oloproof import ConfigError, hookimpl, store_key
+from oloproof import hookimpl
 
-from . import connection, schema
-from .cache import CHUNK, Caches
-from .integrity import Check
-from .objects import Objects
-from .pool import RETRIES, Pool
-from .query import Query
-from .runs import PostgresWriter, Runs
-from .signing import Signing
+from .connection import schema_ok
 
-__all__ = ["CHUNK", "RETRIES", "Options", "PostgresStore", "PostgresWriter", "oloproof_register_stores", "schema_ok"]
+__all__ = ["CHUNK", "RETRIES", "Options", "PostgresStore", "PostgresWriter", "oloproof_register_stores", "open_store",
+           "schema_ok"]
 
 
 @frozen(kw_only=True)
@@ -38,55 +32,29 @@ class Options:
     connect_timeout: int = 10  # seconds to reach the server
 
 
-class PostgresStore(Pool, Caches, Runs, Query, Objects, Check, Signing):
-    """A store in a PostgreSQL schema, reached through a psycopg connection pool.
-
-    ``read_only = True`` (set before the first use) opens read-only transactions only.
-    """
-
-    def __init__(self, options: Options, project_dir: Path | None = None):
-        if not schema_ok(options.schema):
-            raise ConfigError(f"schema {options.schema!r} is not a plain lowercase PostgreSQL name",
-                              where="store.schema", fix="use letters, digits and _ (e.g. oloproof_team)")
-        if options.pool_size < 1 or options.connect_timeout < 1:
-            raise ConfigError("pool_size and connect_timeout must be at least 1", where="store",
-                              fix="write pool_size: 4, connect_timeout: 10")
-        connection.psycopg()
-        self.options, self.schema = options, f'"{options.schema}"'
-        self.dsn = connection.expand(options.dsn)
-        self.params = connection.parse(self.dsn)
-        self.secrets = [self.params.get("password", ""), self.dsn if ":" in self.dsn else ""]
-        self.shown = connection.describe(self.params, options.schema)
-        self.read_only = False
-        self.damaged: dict[str, int] = {}
-        self.damaged_runs: list[str] = []  # runs list_runs left out (damaged, or an id oloproof never makes)
-        self.key = store_key(project_dir)  # the store key: keyed checksums (docs/stores.md)
-        self._pool = None
-        self._open_lock = threading.Lock()
-        self._local = threading.local()  # the open batch's connection of this thread
-
-    # -- the schema (oloproof store init / migrate) ------------------------------------------
-
-    def init(self) -> str:
-        return self._migrate(create=True)
-
-    def migrate(self) -> str:
-        return self._migrate(create=False)
-
-    def _migrate(self, create: bool, target: int = schema.VERSION) -> str:
-        with self._connect() as conn, self._guard():
-            before, after = schema.migrate(conn, self.options.schema, self.shown, create=create, target=target)
-        if before == after:
-            return f"Store {self.shown}: schema version {after}, up to date"
-        if before is None:
-            return f"Store {self.shown}: created, schema version {after}"
-        return f"Store {self.shown}: migrated from schema version {before} to {after}"
+# What the store's class is made of, imported when a store is opened: a command that does not use
+# PostgreSQL (every local run) does not load the pool, the queries and the rest.
+_LAZY = {"PostgresStore": ".store", "PostgresWriter": ".runs", "CHUNK": ".cache", "RETRIES": ".pool", "schema": ".schema"}
 
 
-def schema_ok(name: str) -> bool:
-    return bool(connection.SCHEMA_NAME.match(name))
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(_LAZY[name], __name__)
+    value = module if name == "schema" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def open_store(options: Options, project_dir: Path | None = None) -> Any:
+    """A ``PostgresStore`` (the store's class, imported here)."""
+    from .store import PostgresStore
+
+    return PostgresStore(options, project_dir)
 
 
 @hookimpl
 def oloproof_register_stores(registry):
-    registry.add("postgres", PostgresStore, options=Options, url_schemes=("postgresql", "postgres"), shorthand="dsn")
+    registry.add("postgres", open_store, options=Options, url_schemes=("postgresql", "postgres"), shorthand="dsn")

@@ -95,3 +95,8 @@ def problem(exc: Exception, where: str, secrets: list[str]) -> OloproofError:
                              fix="check the dsn's host and port, and that PostgreSQL is running and reachable")
     return OloproofError(f"the store could not be used: {first}", where=where,
                          fix="check the server's log, then run `oloproof store check`")
+
+
+def schema_ok(name: str) -> bool:
+    """Whether ``name`` is a plain lowercase PostgreSQL name (a store's schema)."""
+    return bool(SCHEMA_NAME.match(name))
