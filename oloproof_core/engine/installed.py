@@ -56,17 +56,23 @@ def file_digest(filename: str) -> str:
 def _package_version(top: str) -> Any:
     """The distribution (name and version) that provides top-level package ``top``, or None for
     the standard library."""
-    import importlib_metadata as metadata  # what the plugin manager already loaded
-
+    from oloproof_core.hooks.discovery import distribution
     from oloproof_core.hooks.manager import name_and_version
 
     if top in sys.stdlib_module_names or top in sys.builtin_module_names:
         return None
     for name in dict.fromkeys((top, top.replace("_", "-"))):
-        try:  # the usual case: the distribution is named like its package (numpy, httpx, attrs)
-            return [name, name_and_version(metadata.distribution(name))[1]]
-        except (metadata.PackageNotFoundError, ValueError):
-            pass
+        # the usual case: the distribution is named like its package (numpy, httpx, attrs)
+        dist = distribution(name)  # read directly, when sys.path is folders only
+        if dist is False:
+            import importlib_metadata as metadata
+
+            try:
+                dist = metadata.distribution(name)
+            except (metadata.PackageNotFoundError, ValueError):
+                dist = None
+        if dist is not None:
+            return [name, name_and_version(dist)[1]]
     found = _distribution_listing(top)
     if found is not None:
         return list(found)
