@@ -12,6 +12,7 @@ again. The judgment counts them: ``3 of 4 claims supported``. docs/judges.md.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,7 +57,7 @@ def parse_claims(text: str) -> list[str] | None:
     return [" ".join(c.split())[:CLAIM_CHARS] for c in claims if c.strip()]
 
 
-class ClaimJudge(LLMJudge):
+class ClaimJudge(LLMJudge, abc.ABC):
     """A judge that splits :meth:`claimed` (a subclass's: the text whose claims are judged) into
     claims and judges each against the last recorded ``context/v1``."""
 
@@ -80,9 +81,9 @@ class ClaimJudge(LLMJudge):
         """The runner gives the judgment cache: ``get(key)`` and ``put(key, value)``."""
         self.cache = cache
 
+    @abc.abstractmethod
     def claimed(self, case: Any, execution: Any) -> str | Judgment:
         """The text whose claims are judged, or the judgment when there is none."""
-        raise NotImplementedError
 
     def no_claims(self) -> Judgment:
         """The judgment of a text that makes no claim."""

@@ -1,10 +1,12 @@
-"""A cheap look for other distributions' plugins, before the entry points are read properly.
+"""The installed distributions and their entry points, read from sys.path's metadata folders.
 
-Reading the ``oloproof`` entry points through importlib-metadata costs a command line about as
-much as the rest of ``oloproof --help``. When no installed distribution but Oloproof itself
-declares an ``oloproof`` entry point, there is nothing to read: :func:`others_may_exist` answers
-False only then, after looking at every folder of ``sys.path``; anything it cannot tell (a zip
-on the path, a file it cannot read) counts as "may exist", and the entry points are read.
+Importing importlib-metadata and building its distributions costs a command line about a tenth of
+a 1-case run, and about as much as the rest of ``oloproof --help``. When every entry of sys.path
+is a folder, the same answers come from reading the ``*.dist-info`` and ``*.egg-info`` folders
+directly (the first distribution of a normalised name on sys.path wins, as importlib-metadata's
+``entry_points`` has it); anything else on the path (a zip, a file it cannot read) returns None,
+and the callers ask importlib-metadata. :func:`others_may_exist` is what ``oloproof --help``
+asks: whether any distribution but Oloproof declares an ``oloproof`` entry point.
 """
 
 from __future__ import annotations
@@ -13,57 +15,17 @@ import os
 import re
 import sys
 
-_SECTION = re.compile(r"^\[\s*oloproof\s*\]", re.MULTILINE)
-
-
 def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def others_may_exist(own: str = "oloproof") -> bool:
     """Whether a distribution other than ``own`` may declare an ``oloproof`` entry point."""
-    for entry in sys.path:
-        folder = entry or os.curdir
-        if not os.path.isdir(folder):
-            if os.path.exists(folder):
-                return True  # a zip file or an egg: read it properly
-            continue
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            return True
-        for name in names:
-            if not name.endswith((".dist-info", ".egg-info")):
-                continue
-            if _normalized(name.rsplit(".", 1)[0].split("-")[0]) == own:
-                continue
-            path = os.path.join(folder, name, "entry_points.txt")
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # no entry points, or a single-file PKG-INFO egg-info
-            except OSError:
-                return True
-            if b"oloproof" in data:  # the section's name, or only a mention: read it properly
-                try:
-                    if _SECTION.search(data.decode("utf-8")):
-                        return True
-                except UnicodeDecodeError:
-                    return True
-    return False
+    points = entry_points("oloproof")
+    return points is None or any(point.dist.name != own for point in points)
 
 
-# -- the entry points and distributions themselves, when sys.path is folders only ------------------
-#
-# importlib-metadata answers for any sys.path (zips, eggs, custom finders); importing it and
-# building its distributions costs a command line about a tenth of a 1-case run
-# (benchmarks/startup_vs.py). When every entry of sys.path is a folder, the same answers come from
-# reading the ``*.dist-info`` and ``*.egg-info`` folders directly: the first distribution of a
-# normalised name on sys.path wins, as importlib-metadata's ``entry_points`` has it. Anything else
-# on the path (a zip, a file it cannot read) returns None, and the callers ask importlib-metadata.
-
-_ENTRY = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+_ENTRY = r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$"  # as importlib-metadata reads it
 
 
 class Distribution:
@@ -93,7 +55,7 @@ class EntryPoint:
     def load(self):
         import importlib
 
-        match = _ENTRY.match(self.value)
+        match = re.match(_ENTRY, self.value)
         if match is None:
             raise ValueError(f"entry point {self.name} = {self.value!r} is not module:attribute")
         found = importlib.import_module(match.group("module"))
@@ -141,8 +103,14 @@ def entry_points(group: str) -> list[EntryPoint] | None:
         return None
     points = []
     for dist in distributions:
-        text = dist.read_text("entry_points.txt")
-        if not text or group not in text:
+        try:
+            with open(os.path.join(dist.folder, "entry_points.txt"), encoding="utf-8") as handle:
+                text = handle.read()
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # no entry points
+        except (OSError, UnicodeDecodeError):
+            return None  # a file it cannot read: importlib-metadata reads it properly
+        if group not in text:
             continue
         section = None
         for line in text.splitlines():

@@ -9,6 +9,7 @@ and a service that declares where its request takes a context (``system.http.int
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import random
 from typing import Any
@@ -58,7 +59,7 @@ def is_relevant(case: Case, item: dict | ContextItem) -> bool:
     return unit_key(data, "chunk", whole_documents(case)) in units
 
 
-class Perturbation:
+class Perturbation(abc.ABC):
     """Regenerate from the run's recorded context, changed by :meth:`perturb`; its control
     regenerates from the same context unchanged. Subclasses set ``name`` and ``label`` and define
     :meth:`perturb`; ``prepare`` may read the run's records first (distractors do)."""
@@ -74,9 +75,11 @@ class Perturbation:
 
     def check(self, system: Any) -> None:
         """Options are checked by their Options class; nothing depends on the system."""
+        return None
 
-    def perturb(self, case: Case, context: Context) -> Context:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
+    @abc.abstractmethod
+    def perturb(self, case: Case, context: Context) -> Context:
+        """The recorded ``context``, changed."""
 
     def apply(self, system: Any, case: Any, record: dict, recorder: Any) -> Any:
         changed = self.perturb(case, recorded_context(case, record))
