@@ -47,12 +47,17 @@ def check(options: Options) -> None:
 # -- decoding: the official protobuf classes, for both encodings ---------------------------------
 
 
+PLAIN = frozenset({"string_value", "int_value", "double_value", "bool_value"})
+
+
 def value_of(any_value: Any) -> Any:
     """An OTLP AnyValue as a plain value (arrays as lists, key-value lists as dicts)."""
     which = any_value.WhichOneof("value")
     if which is None:
         return None
     value = getattr(any_value, which)
+    if which in PLAIN:
+        return value
     if which == "array_value":
         return [value_of(v) for v in value.values]
     if which == "kvlist_value":
@@ -69,21 +74,27 @@ def attributes_of(pairs: Any) -> dict:
 KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 
 
-def spans_of(request: Any) -> list[dict]:
-    """The spans of an ``ExportTraceServiceRequest`` as the plain dicts span mappings read."""
-    spans = []
+def raw_spans(request: Any) -> Any:
+    """The protobuf spans of an ``ExportTraceServiceRequest``, in order."""
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
-            for span in scope_spans.spans:
-                spans.append({
-                    "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
-                    "parent_span_id": span.parent_span_id.hex() or None, "name": span.name,
-                    "kind": KINDS.get(span.kind, str(span.kind)),
-                    "start_ns": span.start_time_unix_nano, "end_ns": span.end_time_unix_nano,
-                    "attributes": attributes_of(span.attributes),
-                    "events": [{"name": e.name, "time_ns": e.time_unix_nano, "attributes": attributes_of(e.attributes)}
-                               for e in span.events]})
-    return spans
+            yield from scope_spans.spans
+
+
+def span_of(span: Any) -> dict:
+    """A protobuf span as the plain dict span mappings read."""
+    return {"trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
+            "parent_span_id": span.parent_span_id.hex() or None, "name": span.name,
+            "kind": KINDS.get(span.kind, str(span.kind)),
+            "start_ns": span.start_time_unix_nano, "end_ns": span.end_time_unix_nano,
+            "attributes": attributes_of(span.attributes),
+            "events": [{"name": e.name, "time_ns": e.time_unix_nano, "attributes": attributes_of(e.attributes)}
+                       for e in span.events]}
+
+
+def spans_of(request: Any) -> list[dict]:
+    """The spans of an ``ExportTraceServiceRequest`` as the plain dicts span mappings read."""
+    return [span_of(span) for span in raw_spans(request)]
 
 
 IDS = ("traceId", "spanId", "parentSpanId")
@@ -150,47 +161,28 @@ class Pending:
     def traceparent(self) -> str:
         return f"00-{self.trace_id}-{self.span_id}-01"
 
-    def wake(self) -> None:
-        if self.event is not None:
-            self.event.set()
-        if self.waiter is not None:
-            loop, future = self.waiter
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(None))
 
-
-def _handler_for(receiver: Any) -> type:
-    """The request handler of ``receiver``'s server: POST /v1/traces, whole bodies up to
-    ``max_request_bytes`` (413 beyond), HTTP/1.1 so an exporter keeps its connection."""
-    from http.server import BaseHTTPRequestHandler
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            try:
-                length = int(self.headers.get("Content-Length", ""))
-            except ValueError:
-                return self._answer(411, b"an OTLP/HTTP request needs a Content-Length", "text/plain")
-            if length > receiver.options.max_request_bytes:
-                self.close_connection = True
-                return self._answer(413, b"the OTLP request is larger than max_request_bytes", "text/plain")
-            body = self.rfile.read(length)
-            if self.path.split("?")[0] != PATH:
-                return self._answer(404, f"not found: send spans to {PATH}".encode(), "text/plain")
-            self._answer(*receiver.receive(body, self.headers.get("Content-Type", ""),
-                                           self.headers.get("Content-Encoding", "")))
-
-        def _answer(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:  # no access log on the run's terminal
+def wake(woken: list[Pending]) -> None:
+    """Wake the cases of ``woken``: a synchronous one's event set, and on each event loop that
+    has asynchronous ones waiting, one callback that resolves them all."""
+    loops: dict[Any, list] = {}
+    for pending in woken:
+        if pending.event is not None:
+            pending.event.set()
+        if pending.waiter is not None:
+            loop, future = pending.waiter
+            loops.setdefault(loop, []).append(future)
+    for loop, futures in loops.items():
+        try:
+            loop.call_soon_threadsafe(_resolve, futures)
+        except RuntimeError:  # that loop has closed: nobody waits there any more
             pass
 
-    return Handler
+
+def _resolve(futures: list) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
 
 
 class Receiver:
@@ -211,31 +203,25 @@ class Receiver:
         self.endpoint = f"http://127.0.0.1:{self.port}{PATH}"
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{self.port}"
 
-    # the server: the standard library's threading HTTP server (one thread a connection; an
-    # exporter keeps one open). aiohttp's server would cost a traced run its import, a fifth of a
-    # 1,000-case run on a small machine (benchmarks/traces_bench.py).
+    # the server (server.py): a thread running its own event loop; a request is decoded and its
+    # spans filed there, and the cases whose spans came are woken on their own loop.
 
     def _start(self) -> None:
-        from http.server import ThreadingHTTPServer
-
-        receiver = self
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            block_on_close = False
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass  # an exporter that went away mid-request: nothing of the run's to say
+        from oloproof_otlp.server import Server, listening
 
         try:
-            self.server = Server(("127.0.0.1", self.options.port), _handler_for(receiver))
+            sock = listening(self.options.port)
         except OSError as exc:
             raise ConfigError(f"the OTLP receiver cannot listen on 127.0.0.1:{self.options.port}: {exc}",
                               fix="free the port, or leave port: out for a free one") from None
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
-                                       name="oloproof-otlp", daemon=True)
-        self.thread.start()
+        self.port = sock.getsockname()[1]
+        self.server = Server(sock, self.handle, self.options.max_request_bytes)
+        self.thread = self.server.thread
+
+    def handle(self, path: str, headers: dict, body: bytes) -> tuple[int, bytes, str]:
+        if path.split("?")[0] != PATH:
+            return 404, f"not found: send spans to {PATH}".encode(), "text/plain"
+        return self.receive(body, headers.get("content-type", ""), headers.get("content-encoding", ""))
 
     def receive(self, body: bytes, content_type: str, content_encoding: str) -> tuple[int, bytes, str]:
         """One export request: (status, body, content type) of the answer."""
@@ -248,38 +234,38 @@ class Receiver:
                 return 400, f"cannot decompress the OTLP request: {type(exc).__name__}".encode(), "text/plain"
         json_encoded = content_type.split(";")[0].strip().lower() == "application/json"
         try:
-            spans = spans_of(decode(body, json_encoded))
+            request = decode(body, json_encoded)
         except Exception as exc:  # noqa: BLE001 - a malformed export is the exporter's 400, not the run's end
             return 400, f"cannot decode the OTLP request: {type(exc).__name__}".encode(), "text/plain"
-        self.file(spans)
+        self.file(request)
         if json_encoded:
             return 200, b"{}", "application/json"
         # an empty ExportTraceServiceResponse: no field set serialises to no bytes
         return 200, b"", "application/x-protobuf"
 
-    def file(self, spans: list[dict]) -> None:
-        """File each span under its case; count those of no case of this run."""
+    def file(self, request: Any) -> None:
+        """File each span of an export request under its case; count those of no case of this
+        run (read no further than their trace id)."""
         woken = []
         with self.lock:
             self.figures["requests"] += 1
-            for span in spans:
-                pending = self.pending.get(span["trace_id"])
+            for span in raw_spans(request):
+                trace_id = span.trace_id.hex()
+                pending = self.pending.get(trace_id)
                 if pending is None:
-                    self.figures["late" if span["trace_id"] in self.finished else "ignored"] += 1
+                    self.figures["late" if trace_id in self.finished else "ignored"] += 1
                     continue
-                pending.spans.append(span)
+                pending.spans.append(span_of(span))
                 self.figures["spans"] += 1
-                if span["parent_span_id"] == pending.span_id and not pending.complete:
+                if span.parent_span_id.hex() == pending.span_id and not pending.complete:
                     pending.complete = True
                     woken.append(pending)
-        for pending in woken:
-            pending.wake()
+        wake(woken)
 
     def close(self) -> None:
         server = getattr(self, "server", None)
-        if server is not None and self.thread.is_alive():
-            server.shutdown()
-            server.server_close()
+        if server is not None:
+            server.close()
 
     # the cases
 
