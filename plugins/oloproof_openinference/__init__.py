@@ -13,24 +13,23 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from oloproof import context_from_prompt, hookimpl
 
 KIND = "openinference.span.kind"
-INDEXED = re.compile(r"^(\d+)\.(.+)$")
 
 
 def indexed(attributes: dict, prefix: str) -> list[dict]:
     """``prefix.N.field`` attributes as a list of {field: value}, in N's order."""
     found: dict[int, dict] = {}
     start = prefix + "."
+    skip = len(start)
     for key, value in attributes.items():
         if key.startswith(start):
-            match = INDEXED.match(key[len(start):])
-            if match:
-                found.setdefault(int(match.group(1)), {})[match.group(2)] = value
+            number, dot, field = key[skip:].partition(".")
+            if dot and field and number.isdecimal() and number.isascii():
+                found.setdefault(int(number), {})[field] = value
     return [found[i] for i in sorted(found)]
 
 
