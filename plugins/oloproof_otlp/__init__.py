@@ -172,7 +172,18 @@ def wake(woken: list[Pending]) -> None:
         if pending.waiter is not None:
             loop, future = pending.waiter
             loops.setdefault(loop, []).append(future)
+    if not loops:
+        return
+    import asyncio
+
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:  # the receiver's thread has a loop too; another thread none
+        running = None
     for loop, futures in loops.items():
+        if loop is running:  # filed on the loop where the cases wait
+            _resolve(futures)
+            continue
         try:
             loop.call_soon_threadsafe(_resolve, futures)
         except RuntimeError:  # that loop has closed: nobody waits there any more
@@ -266,6 +277,10 @@ class Receiver:
         server = getattr(self, "server", None)
         if server is not None:
             server.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close` on the event loop the server moved to (an asynchronous system's)."""
+        await self.server.aclose()
 
     # the cases
 
@@ -415,6 +430,8 @@ class AsyncTraced(Traced):
 
         if self.slots is None:  # made on the run's event loop
             self.slots = asyncio.Semaphore(self.limit or 8)
+            if self.opaque:  # a service in another process exports to it: received where the cases wait
+                await self.receiver.server.serve_here()
         pending = self.receiver.open()
         recorder.traceparent = pending.traceparent
         try:
@@ -433,7 +450,7 @@ class AsyncTraced(Traced):
             if closer is not None:
                 await closer()
         finally:
-            self.receiver.close()
+            await self.receiver.aclose()
 
 
 @hookimpl

@@ -52,8 +52,8 @@ def parse_head(head: bytes) -> tuple[str, str, bool, dict] | None:
 class Exchange(asyncio.Protocol):
     """One connection: its requests read in turn, each answered before the next is read."""
 
-    def __init__(self, server: Server):
-        self.server = server
+    def __init__(self, server: Server, connections: set):
+        self.server, self.connections = server, connections
         self.transport: Any = None
         self.buffer = bytearray()
         self.request: tuple | None = None  # (method, target, keep alive, headers, length) of the body awaited
@@ -63,10 +63,10 @@ class Exchange(asyncio.Protocol):
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
-        self.server.connections.add(self)
+        self.connections.add(self)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self.server.connections.discard(self)
+        self.connections.discard(self)
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
@@ -144,37 +144,84 @@ class Exchange(asyncio.Protocol):
 
 class Server:
     """``handle(path, headers, body) -> (status, body, content type)`` answering the POST requests
-    that reach ``sock`` (header names lower case), on a thread of its own."""
+    that reach ``sock`` (header names lower case): on a thread of its own, and from
+    :meth:`serve_here` on, new connections on the event loop that called it."""
 
     def __init__(self, sock: socket.socket, handle: Callable[[str, dict, bytes], tuple], max_request_bytes: int,
                  name: str = "oloproof-otlp"):
         self.sock, self.handle, self.max_request_bytes = sock, handle, max_request_bytes
-        self.connections: set[Exchange] = set()
+        self.connections: set[Exchange] = set()  # the thread's
+        self.listening: Any = None  # the thread's asyncio server, until serve_here
+        self.here: tuple | None = None  # (event loop, asyncio server, its connections) of serve_here
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._serve, name=name, daemon=True)
-        started = threading.Event()
-        self._started = started
+        self._started = threading.Event()
         self.thread.start()
-        started.wait()
+        self._started.wait()
 
     def _serve(self) -> None:
         loop = self.loop
         try:
-            server = loop.run_until_complete(loop.create_server(lambda: Exchange(self), sock=self.sock))
+            self.listening = loop.run_until_complete(
+                loop.create_server(lambda: Exchange(self, self.connections), sock=self.sock))
         finally:
             self._started.set()
         try:
             loop.run_forever()
         finally:
-            server.close()
+            if self.listening is not None:
+                self.listening.close()
             for exchange in list(self.connections):
                 if exchange.transport is not None:
                     exchange.transport.abort()
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
+    def _stop_listening(self) -> None:  # on the thread
+        if self.listening is not None:
+            self.listening.close()
+            self.listening = None
+
+    async def serve_here(self) -> None:
+        """Accept new connections on the running event loop from now on; the thread keeps
+        serving the connections it has. Where the cases wait on that loop, a request is then
+        filed, and its cases woken, with no thread switch and no contention for the GIL."""
+        loop = asyncio.get_running_loop()
+        if self.here is not None:
+            if self.here[0] is loop:
+                return
+            self._close_here()
+        connections: set[Exchange] = set()
+        self.here = (loop, None, connections)
+        served = await loop.create_server(lambda: Exchange(self, connections), sock=self.sock.dup())
+        self.here = (loop, served, connections)
+        try:
+            self.loop.call_soon_threadsafe(self._stop_listening)
+        except RuntimeError:  # the thread's loop has closed
+            pass
+
+    def _close_here(self) -> None:
+        if self.here is None:
+            return
+        _, served, connections = self.here
+        self.here = None
+        try:
+            if served is not None:
+                served.close()
+            for exchange in list(connections):
+                if exchange.transport is not None:
+                    exchange.transport.abort()
+        except RuntimeError:  # that loop has closed: its sockets go with it
+            pass
+
+    async def aclose(self) -> None:
+        """:meth:`close`, from the loop of :meth:`serve_here`: its connections end there too."""
+        self.close()
+        await asyncio.sleep(0)  # the aborted connections' sockets close on this loop's next turn
+
     def close(self) -> None:
-        """Stop at once: the loop is woken, the connections and the socket closed."""
+        """Stop at once: the loops are woken, the connections and the sockets closed."""
+        self._close_here()
         if self.thread.is_alive():
             try:
                 self.loop.call_soon_threadsafe(self.loop.stop)
