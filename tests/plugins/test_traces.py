@@ -342,6 +342,112 @@ def test_receiver_answers_what_it_cannot_take_and_goes_on():
     assert not receiver.thread.is_alive()
 
 
+def _exchange(sock: socket.socket, data: bytes, answers: int = 1) -> list[bytes]:
+    """Send ``data`` and read ``answers`` HTTP answers (head and body) off ``sock``."""
+    sock.sendall(data)
+    got, buffer = [], b""
+    while len(got) < answers:
+        end = buffer.find(b"\r\n\r\n")
+        if end >= 0:
+            head = buffer[:end]
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            if len(buffer) >= end + 4 + length:
+                got.append(buffer[:end + 4 + length])
+                buffer = buffer[end + 4 + length:]
+                continue
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        buffer += chunk
+    return got
+
+
+def test_receiver_answers_http_as_an_exporter_or_a_collector_sends_it():
+    """Requests kept on one connection (and pipelined) are answered in turn; ``Expect:
+    100-continue`` gets its interim answer; a GET is 405, a chunked body 411 and a malformed
+    request 400, the last two closing the connection; ``Connection: close`` is honoured."""
+    import oloproof_otlp as otlp
+
+    receiver = otlp.Receiver(otlp.Options(grace=0.5), {})
+    try:
+        first, second = receiver.open(), receiver.open()
+        bodies = [_request(bytes.fromhex(p.trace_id), bytes.fromhex(p.span_id)).SerializeToString()
+                  for p in (first, second)]
+
+        def post(body: bytes, extra: str = "") -> bytes:
+            return (f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                    f"Content-Length: {len(body)}\r\n{extra}\r\n").encode() + body
+
+        with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as sock:
+            answers = _exchange(sock, post(bodies[0]) + b"GET /v1/traces HTTP/1.1\r\nHost: x\r\n\r\n", 2)
+            assert answers[0].startswith(b"HTTP/1.1 200 OK\r\n")
+            assert answers[1].startswith(b"HTTP/1.1 405 ") and b"Allow: POST" in answers[1]
+            head = post(bodies[1], "Expect: 100-continue\r\n")
+            answers = _exchange(sock, head, 2)
+            assert answers[0] == b"HTTP/1.1 100 Continue\r\n\r\n" and answers[1].startswith(b"HTTP/1.1 200 ")
+            answers = _exchange(sock, post(b"", "Connection: close\r\n"), 1)
+            assert answers[0].startswith(b"HTTP/1.1 200 ") and b"Connection: close" in answers[0]
+            assert sock.recv(1) == b""  # closed by the receiver
+        assert first.complete and second.complete
+        for request, status in ((b"POST /v1/traces HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"411"),
+                                (b"nonsense\r\n\r\n", b"400")):
+            with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as sock:
+                answers = _exchange(sock, request, 1)
+                assert answers[0].startswith(b"HTTP/1.1 " + status) and b"Connection: close" in answers[0]
+                assert sock.recv(1) == b""
+        assert receiver.describe()["requests"] == 3
+    finally:
+        receiver.close()
+
+
+def test_the_spans_of_an_opaque_system_are_received_on_the_runs_event_loop():
+    """Once an opaque asynchronous system (a service in another process) runs, new connections
+    are served on the run's event loop, where its cases wait; a connection the receiver's thread
+    already had is still served there; closing on the loop ends both."""
+    import http.client
+
+    import oloproof_otlp as otlp
+
+    receiver = otlp.Receiver(otlp.Options(grace=5), {})
+    before, after = receiver.open(), receiver.open()
+
+    def post(connection, pending) -> int:
+        body = b"" if pending is None else _request(bytes.fromhex(pending.trace_id),
+                                                    bytes.fromhex(pending.span_id)).SerializeToString()
+        connection.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+        response = connection.getresponse()
+        response.read()
+        return response.status
+
+    early = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=5)
+    assert post(early, None) == 200  # an export with no spans: served by the thread, before the run's loop
+
+    async def run() -> None:
+        server = receiver.server
+        await server.serve_here()
+        assert server.here[0] is asyncio.get_running_loop()
+        late = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=5)
+        for connection, pending in ((late, after), (early, before)):
+            waiting = asyncio.ensure_future(receiver.await_spans(pending))
+            await asyncio.sleep(0)  # waiting on its future
+            assert await asyncio.to_thread(post, connection, pending) == 200
+            assert pending.waiter[1].done()  # woken when its spans were filed, not by the grace period
+            await waiting
+            assert len(server.here[2]) == 1  # the new connection, on this loop
+            assert len(server.connections) == 1  # the early one stayed with the thread
+        late.close()
+        await receiver.aclose()
+
+    try:
+        asyncio.run(run())
+    finally:
+        early.close()
+        receiver.close()
+    assert before.complete and after.complete
+    assert not receiver.thread.is_alive() and receiver.server.here is None
+
+
 def test_a_busy_fixed_port_is_a_config_error(project):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
