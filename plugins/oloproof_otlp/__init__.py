@@ -11,6 +11,10 @@ span whose parent is the Oloproof span (the service's entry span, which its batc
 after its children); other cases go on meanwhile. The span mappings then record artifacts from
 the spans. A case whose spans never came is ``unrecorded`` with ``no_trace_spans``; spans of
 trace ids the run did not make are ignored and counted.
+
+The server (server.py) runs on a thread of its own from the start; once an opaque asynchronous
+system (``http``: a service in another process) runs, new connections are served on the run's
+event loop instead, where the cases wait for their spans.
 """
 
 from __future__ import annotations
@@ -197,7 +201,7 @@ def _resolve(futures: list) -> None:
 
 
 class Receiver:
-    """The OTLP/HTTP server (its own thread and event loop) and the spans it files by trace id."""
+    """The OTLP/HTTP server (server.py) and the spans it files by trace id."""
 
     def __init__(self, options: Options, mappings: Any):
         check(options)
@@ -214,8 +218,9 @@ class Receiver:
         self.endpoint = f"http://127.0.0.1:{self.port}{PATH}"
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{self.port}"
 
-    # the server (server.py): a thread running its own event loop; a request is decoded and its
-    # spans filed there, and the cases whose spans came are woken on their own loop.
+    # the server (server.py): a thread running its own event loop, then (serve_here) the run's
+    # loop too; a request is decoded and its spans filed where it is served, and the cases whose
+    # spans came are woken on their own loop.
 
     def _start(self) -> None:
         from oloproof_otlp.server import Server, listening
