@@ -3,7 +3,7 @@
 Informative only, like the other benchmarks: the figures are printed beside the target and the
 script exits 0 whatever they are.
 
-    python benchmarks/traces_bench.py                  # 1,000 cases, each run twice
+    python benchmarks/traces_bench.py                  # 1,000 cases, each run three times
     python benchmarks/traces_bench.py --cases 300 --repeat 1 --json traces.json
 
 Three services of examples/traced_rag/server.py run in their own processes, each instrumented
@@ -140,7 +140,7 @@ def project(folder: Path, name: str, cases: int, suite: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--schedule-delay", type=int, default=20,
                         help="the services' OTEL_BSP_SCHEDULE_DELAY in ms: how long a span may wait to be exported")
