@@ -205,6 +205,9 @@ def test_a_staged_system_is_given_the_history_where_it_asks(chat: Project) -> No
     _, _, rows = records(chat.root)
     assert [r["output"]["answer"] for r in rows] == ["alone", "refund?", "refund? annual?", "refund? annual? monthly?"]
     assert rows[2]["artifacts"]["retrieval/v1"][0]["query"] == "refund? annual?"
+    # what each turn searched for; a plain case records no query_rewrite/v1
+    assert [r["artifacts"].get("query_rewrite/v1") for r in rows] == [
+        None, [{"query": "refund?"}], [{"query": "refund? annual?"}], [{"query": "refund? annual? monthly?"}]]
     again = chat.run("run")  # every stage and execution from the cache
     assert "execution 4 hit/0 miss" in again.out, again
 
