@@ -170,6 +170,8 @@ def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Ite
             units["instability"] = [{"criterion": name, **found} for name, found in summary["instability"].items()]
         if "clusters" in summary:
             units["clusters"] = summary["clusters"]
+        if "conversations" in summary:  # conversations: the turn each failing one first failed at
+            units["conversations"] = summary["conversations"]
         document["units"] = units
     return document
 

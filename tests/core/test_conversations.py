@@ -227,3 +227,85 @@ def test_until_decided_with_conversations_is_an_error(chat: Project) -> None:
     assert result.code == 2, result
     assert "this suite's cases hold conversations" in result.err and "run without --until-decided" in result.err
     assert chat.runs() == []
+
+
+def test_conversation_criteria_and_the_first_failing_turn(chat: Project) -> None:
+    chat.cases([
+        {"id": "ok", "turns": [{"input": {"q": "a"}, "expected": {"answer": "a"}},
+                               {"input": {"q": "b"}, "expected": {"answer": "b"}}]},
+        {"id": "late", "turns": [{"input": {"q": "a"}, "expected": {"answer": "a"}},
+                                 {"input": {"q": "b"}, "expected": {"answer": "zzz"}},
+                                 {"input": {"q": "c"}, "expected": {"answer": "zzz"}}]},
+        {"id": "early", "turns": [{"input": {"q": "a"}, "expected": {"answer": "zzz"}},
+                                  {"input": {"q": "b"}, "expected": {"answer": "b"}}]},
+        {"id": "second", "turns": [{"input": {"q": "a"}, "expected": {"answer": "a"}},
+                                   {"input": {"q": "b"}, "expected": {"answer": "zzz"}}]},
+        {"id": "plain", "input": {"q": "a"}, "expected": {"answer": "zzz"}},
+    ])
+    result = chat.run("run", "--json", "out.json")
+    assert result.code == 0, result
+    assert "First failing turn: answer_correct (all turns): turn 1 (2), turn 2 (2); 4 of 5 conversations failed" \
+        in result.out
+    header, summary, rows = records(chat.root)
+    assert header["metrics"]["answer_correct (all turns)"] == "proportion"
+    assert header["evaluators"]["answer_correct (all turns)"]["derived"] == "all_turns"
+    assert summary["conversations"] == {"conversations": 5, "first_failing_turn": {
+        "answer_correct (all turns)": {"1": 2, "2": 2}}}
+    # one conversation, one unit: 1 of 5 conversations passed every turn
+    metric = summary["metrics"]["answer_correct (all turns)"]
+    assert metric["value"] == pytest.approx(1 / 5) and metric["observed"] == 5
+    by_id = {r["id"]: r["judgments"]["answer_correct (all turns)"] for r in rows}
+    assert by_id["late#1"] == by_id["late#2"] == {"status": "excluded", "reason": "judged_on_last_turn"}
+    assert by_id["late#3"] == {"status": "fail", "value": 0.0, "reason": "turn 2 failed",
+                               "detail": {"first_failing_turn": 2}}
+    assert by_id["ok#2"]["status"] == "pass" and by_id["plain"]["reason"] == "turn 1 failed"
+    assert "judged_on_last_turn" not in result.out  # by design, not a reason worth a line
+    document = json.loads((chat.root / "out.json").read_text())
+    assert document["units"]["conversations"] == summary["conversations"]
+    assert [m["name"] for m in document["metrics"]] == ["answer_correct", "answer_correct (all turns)"]
+
+
+TRANSCRIPT_JUDGE = """
+  - type: rubric_judge
+    criterion: kept_constraint
+    scope: conversation
+    rubric: The assistant keeps the user's budget across turns.
+    question_field: q
+    provider: replay
+    model: replay
+    provider_options: {file: replies.jsonl, default: fail}
+"""
+
+
+def test_a_judge_with_scope_conversation_reads_the_whole_transcript(chat: Project) -> None:
+    chat.write("oloproof.yaml", CONFIG + TRANSCRIPT_JUDGE)
+    # the reply passes only a prompt holding the whole transcript, turn by turn
+    chat.write("replies.jsonl", json.dumps({"match": [
+        "Turn 1\nUser: refund?\nAssistant: refund? [t0]",
+        "Turn 2\nUser: annual?\nAssistant: annual? [t0] after: refund? [t0]",
+        "Turn 3\nUser: monthly?\nAssistant: monthly?", "keeps the user's budget across turns"],
+        "verdict": "pass", "rationale": "kept"}) + "\n")
+    result = chat.run("run")
+    assert result.code == 0, result
+    header, summary, rows = records(chat.root)
+    judged = {r["id"]: r["judgments"]["kept_constraint"] for r in rows}
+    assert judged["refund#3"]["status"] == "pass"
+    assert judged["refund#1"] == judged["refund#2"] == {"status": "excluded", "reason": "judged_on_last_turn"}
+    assert judged["plain"]["status"] == "fail"  # its one-turn transcript does not match
+    assert judged["broken#2"]["status"] == "missing"
+    identity = header["evaluators"]["kept_constraint"]
+    assert identity["scope"] == "conversation" and identity["extra"]["prompt_version"] == "rubric/transcript-v1"
+    # a judge over the transcript is not a turn criterion: no "(all turns)" of it
+    assert "kept_constraint (all turns)" not in summary["metrics"]
+    assert summary["metrics"]["kept_constraint"]["observed"] == 2  # plain and refund; broken is missing
+
+
+def test_scope_conversation_on_a_judge_without_a_transcript_prompt_is_an_error(chat: Project) -> None:
+    chat.write("oloproof.yaml", CONFIG + "  - {type: contains, criterion: again, field: answer, scope: conversation}\n")
+    result = chat.run("run")
+    assert result.code == 2
+    assert "oloproof.yaml:5:" in result.err and "does not judge a whole conversation" in result.err
+    chat.write("replies.jsonl", "")
+    chat.write("oloproof.yaml", CONFIG + TRANSCRIPT_JUDGE.replace("scope: conversation", "scope: dialogue"))
+    result = chat.run("run")
+    assert result.code == 2 and "scope must be turn or conversation, got 'dialogue'" in result.err
