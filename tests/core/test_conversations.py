@@ -309,3 +309,50 @@ def test_scope_conversation_on_a_judge_without_a_transcript_prompt_is_an_error(c
     chat.write("oloproof.yaml", CONFIG + TRANSCRIPT_JUDGE.replace("scope: conversation", "scope: dialogue"))
     result = chat.run("run")
     assert result.code == 2 and "scope must be turn or conversation, got 'dialogue'" in result.err
+
+
+def test_a_changed_earlier_turn_misses_the_later_turns(chat: Project) -> None:
+    chat.cases(CONVERSATIONS[:2])
+    first = chat.run("run")
+    assert "Cache: execution 0 hit/4 miss" in first.out, first
+    again = chat.run("run")  # an unchanged conversation: every turn from the cache
+    assert "Cache: execution 4 hit/0 miss" in again.out, again
+    changed = json.loads(json.dumps(CONVERSATIONS[:2]))
+    changed[1]["turns"][0]["input"]["q"] = "refund, please?"  # the first turn only
+    chat.cases(changed)
+    third = chat.run("run")
+    # the plain case hits; the changed turn misses, and so does every later turn (its history changed)
+    assert "Cache: execution 1 hit/3 miss" in third.out, third
+    _, _, rows = records(chat.root)
+    assert rows[2]["case"]["history"][0]["input"] == {"q": "refund, please?"}
+
+
+STAGES = '''
+from oloproof import Passage, Retrieval, rag_system
+
+@rag_system(name="staged", version="1", depth=2)
+class Chat:
+    def retrieve(self, input, depth, history):
+        said = " ".join(str(turn["output"]["answer"]) for turn in history)
+        return Retrieval(query=(said + " " + input["q"]).strip(), depth=depth,
+                         candidates=(Passage(doc_id="kb", text=input["q"]),))
+
+    def generate(self, input, context):
+        return {"answer": context.items[0].text + "!"}
+'''
+
+
+@pytest.mark.slow  # three runs of the command line
+def test_a_changed_earlier_output_misses_the_later_retrieval(chat: Project) -> None:
+    chat.write("app.py", STAGES)
+    chat.write("oloproof.yaml", CONFIG.replace("callable: app:run", "rag: app:Chat"))
+    chat.cases(CONVERSATIONS[:2])
+    first = chat.run("run")
+    assert "Stages: retrieve 0 hit/4 miss; generate 0 hit/4 miss" in first.out, first
+    chat.write("app.py", STAGES.replace('"!"', '"?"'))  # generate changes: every turn's output does
+    second = chat.run("run")
+    # retrieve's code is unchanged: the first turns hit, the later turns (their history changed) miss
+    assert "Stages: retrieve 2 hit/2 miss; generate 0 hit/4 miss" in second.out, second
+    chat.write("app.py", STAGES.replace('"!"', '"?"') + "\n# a comment\n")
+    third = chat.run("run")  # the same outputs again: every stage from its cache
+    assert "Stages: retrieve 4 hit/0 miss; generate 4 hit/0 miss" in third.out, third
