@@ -356,3 +356,103 @@ def test_a_changed_earlier_output_misses_the_later_retrieval(chat: Project) -> N
     chat.write("app.py", STAGES.replace('"!"', '"?"') + "\n# a comment\n")
     third = chat.run("run")  # the same outputs again: every stage from its cache
     assert "Stages: retrieve 4 hit/0 miss; generate 4 hit/0 miss" in third.out, third
+
+
+DIAGNOSED = '''
+import json
+from pathlib import Path
+
+from oloproof import Passage, Retrieval, rag_system
+
+HERE = Path(__file__).resolve().parent
+DOCS = {"refund": "refunds take 14 days", "annual": "annual plans refund in 30 days", "f1": "filler words"}
+
+
+@rag_system(name="chat", version="1", depth=2, top_k=2)
+class Chat:
+    def retrieve(self, input, depth):  # the current message only: a follow-up retrieves nothing useful
+        return Retrieval(query=input["q"], depth=depth, candidates=tuple(
+            Passage(doc_id=d, score=1.0, text=DOCS[d]) for d in input["docs"]))
+
+    def generate(self, input, context, history):
+        with open(HERE / "history.log", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(history) + "\\n")
+        return {"answer": " ".join(item.text for item in context.items)}
+'''
+
+
+def gold(doc: str) -> dict:
+    return {"answer": DOCS_TEXT[doc].split()[-2], "relevant": [{"doc_id": doc}],
+            "gold_context": [{"doc_id": doc, "text": DOCS_TEXT[doc]}]}
+
+
+DOCS_TEXT = {"refund": "refunds take 14 days", "annual": "annual plans refund in 30 days"}
+TALK = [{"id": "talk", "turns": [
+    {"input": {"q": "How long do refunds take?", "docs": ["refund", "f1"]}, "expected": gold("refund")},
+    {"input": {"q": "And for annual plans?", "docs": ["f1"]}, "expected": gold("annual"), "needs_history": True}]},
+    # the same failure as a single-turn case: diagnosed alike
+    {"id": "single", "input": {"q": "Annual plan refunds?", "docs": ["f1"]}, "expected": gold("annual")}]
+
+
+@pytest.mark.slow  # a run and three diagnoses through the command line
+def test_diagnosing_a_turn_replays_its_recorded_history(chat: Project) -> None:
+    chat.write("app.py", DIAGNOSED)
+    chat.write("oloproof.yaml", CONFIG.replace("callable: app:run", "rag: app:Chat"))
+    chat.cases(TALK)
+    run = chat.run("run")
+    assert run.code == 0, run
+    run_id = run.out.split()[1]
+    _, _, rows = records(chat.root)
+    assert [r["judgments"]["answer_correct"]["status"] for r in rows] == ["pass", "fail", "fail"]
+    (chat.root / "history.log").unlink()
+    diagnosis = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct")
+    assert diagnosis.code == 0, diagnosis
+    assert "RETRIEVAL_MISS: 2 of 2, recovered; no relevant evidence was retrieved" in diagnosis.out
+    assert "History: each turn was re-executed with the earlier turns recorded in the run" in diagnosis.out
+    assert "Turns: turn 2: RETRIEVAL_MISS 1" in diagnosis.out and "History differs" not in diagnosis.out
+    recorded = [{"input": TALK[0]["turns"][0]["input"], "output": rows[0]["output"]}]
+    logged = [json.loads(line) for line in (chat.root / "history.log").read_text().splitlines()]
+    assert sorted(map(json.dumps, logged)) == sorted(map(json.dumps, [recorded, recorded, [], []]))  # apply, control
+    # one turn, by its id; the case file's first turn changed since the run: said, and the recording replayed
+    changed = json.loads(json.dumps(TALK))
+    changed[0]["turns"][0]["input"]["q"] = "How long does a refund take?"
+    chat.cases(changed)
+    (chat.root / "history.log").unlink()
+    one = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct",
+                   "--case", "talk#2")
+    assert one.code == 0, one
+    assert "RETRIEVAL_MISS: 1 of 1" in one.out
+    assert ("History differs: talk#2's earlier turns in the case file (talk#1) are not what the run recorded; "
+            "the recorded history was replayed") in one.out
+    logged = [json.loads(line) for line in (chat.root / "history.log").read_text().splitlines()]
+    assert logged == [recorded, recorded]
+    wrong = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct",
+                     "--case", "talk#1")
+    assert wrong.code == 2 and "case 'talk#1' did not fail answer_correct" in wrong.err
+    whole = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct (all turns)")
+    assert whole.code == 2 and "diagnose the turns that failed: --criterion answer_correct" in whole.err
+
+
+def test_json_and_junit_carry_the_turns(chat: Project) -> None:
+    import xml.etree.ElementTree as ET
+
+    import jsonschema
+    from test_outputs import schema
+
+    result = chat.run("run", "--json", "out.json", "--junit", "out.xml", "--junit-cases")
+    assert result.code == 0, result
+    document = json.loads((chat.root / "out.json").read_text())
+    jsonschema.validate(document, schema(), cls=jsonschema.Draft202012Validator)
+    assert document["conversations"] == [
+        {"id": "plain", "turns": ["plain"], "verdicts": {"answer_correct (all turns)": "pass"}},
+        {"id": "refund", "turns": ["refund#1", "refund#2", "refund#3"], "verdicts": {"answer_correct (all turns)": "fail"}},
+        {"id": "broken", "turns": ["broken#1", "broken#2"], "verdicts": {"answer_correct (all turns)": "missing"}}]
+    cases = ET.parse(chat.root / "out.xml").getroot().find("testsuite[@name='oloproof.cases']")
+    shown = [(c.get("classname"), c.get("name")) for c in cases.findall("testcase")]
+    assert shown[:5] == [("oloproof.cases", "plain · answer_correct"),
+                         ("oloproof.cases", "plain · answer_correct (all turns)"),
+                         ("refund", "refund#1 · answer_correct"), ("refund", "refund#2 · answer_correct"),
+                         ("refund", "refund#3 · answer_correct")]
+    # a conversation criterion is one test case a conversation, on its last turn
+    assert ("refund", "refund#3 · answer_correct (all turns)") in shown
+    assert ("refund", "refund#1 · answer_correct (all turns)") not in shown
