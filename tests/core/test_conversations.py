@@ -431,6 +431,12 @@ def test_diagnosing_a_turn_replays_its_recorded_history(chat: Project) -> None:
     assert wrong.code == 2 and "case 'talk#1' did not fail answer_correct" in wrong.err
     whole = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct (all turns)")
     assert whole.code == 2 and "diagnose the turns that failed: --criterion answer_correct" in whole.err
+    # headroom re-executes every turn, each with its recorded history too
+    (chat.root / "history.log").unlink()
+    headroom = chat.run("headroom", run_id, "--intervention", "gold-context", "--criterion", "answer_correct")
+    assert headroom.code == 0, headroom
+    logged = [json.loads(line) for line in (chat.root / "history.log").read_text().splitlines()]
+    assert sorted(map(json.dumps, logged)) == sorted(map(json.dumps, [recorded] * 2 + [[]] * 4))
 
 
 def test_json_and_junit_carry_the_turns(chat: Project) -> None:
