@@ -462,3 +462,14 @@ def test_json_and_junit_carry_the_turns(chat: Project) -> None:
     # a conversation criterion is one test case a conversation, on its last turn
     assert ("refund", "refund#3 · answer_correct (all turns)") in shown
     assert ("refund", "refund#1 · answer_correct (all turns)") not in shown
+
+
+def test_a_turn_selected_without_its_earlier_turns_is_missing(chat: Project) -> None:
+    result = chat.run("run", "--filter", "id=refund#2")
+    assert result.code == 0, result
+    _, _, rows = records(chat.root)
+    assert [(r["id"], r["missing"]) for r in rows] == [("refund#2", "earlier_turn_missing: refund#1")]
+    whole = chat.run("run", "--filter", "metadata.conversation=refund")
+    assert whole.code == 0, whole
+    _, _, rows = records(chat.root)
+    assert [r["id"] for r in rows] == ["refund#1", "refund#2", "refund#3"] and all("missing" not in r for r in rows)
