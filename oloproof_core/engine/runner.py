@@ -17,6 +17,7 @@ import attrs
 from attrs import field, frozen
 
 from oloproof_core.model.errors import ExitCode
+from oloproof_core.engine.conversations import FirstFailing, execute_waves, judge_conversations, whole_batches
 from oloproof_core.engine.execution import Executions
 from oloproof_core.engine.judging import judge_suite
 from oloproof_core.decisions.gate import Decision, decide_policy, gate, policy_data
@@ -29,7 +30,7 @@ from oloproof_core.storage.stores import run_writer
 from oloproof_core.engine.suite import Suite
 from oloproof_core.statistics.tallies import RunTally
 from oloproof_core.statistics.units import (
-    cluster_of, combine_trials, derived_criteria, pass_all, pass_all_name, unit_figures,
+    ALL_TURNS, cluster_of, combine_trials, derived_criteria, pass_all, pass_all_name, unit_figures,
 )
 from oloproof_core.storage.cache_writer import CacheWriter
 
@@ -41,7 +42,7 @@ class CaseResult:
     execution: Execution | None  # None: the run was interrupted before this case finished
     judgments: dict  # criterion -> Judgment
     slices: dict = field(factory=dict)  # slice name -> group (None: not in any group)
-    trials: list = field(factory=list)  # (execution, judgments) of every trial, with `trials:` above 1
+    trials: list = field(factory=list)  # (execution, judgments, case) of every trial, with `trials:` above 1
     cluster: str | None = None  # the case's cluster, with `cluster:`
 
 
@@ -80,21 +81,24 @@ def batches(cases: Iterable[Case], size: int) -> Iterator[list[Case]]:
         yield batch
 
 
-def with_trials(suite: Suite, cases: Sequence[Case], executions: list, judgments: list[dict]) -> Iterator[tuple]:
-    """Each case of a batch with its first trial's execution, its judgments over its trials (with
-    pass^k of each pass/fail criterion) and every trial's (execution, judgments)."""
+def with_trials(suite: Suite, items: Sequence[Case], executions: list, judgments: list[dict]) -> Iterator[tuple]:
+    """Each case of a batch (``items``: its cases, each repeated for its trials) with its first
+    trial's execution, its judgments over its trials (with pass^k of each pass/fail criterion) and
+    every trial's (case, execution, judgments): a conversation's turn keeps each trial's history."""
     count = suite.design.trials
     if count == 1:
-        yield from ((case, e, j, []) for case, e, j in zip(cases, executions, judgments))
+        yield from ((case, e, j, []) for case, e, j in zip(items, executions, judgments))
         return
-    for i, case in enumerate(cases):
-        runs = list(zip(executions[i * count:(i + 1) * count], judgments[i * count:(i + 1) * count]))
+    for i in range(len(items) // count):
+        case = items[i * count]
+        runs = list(zip(executions[i * count:(i + 1) * count], judgments[i * count:(i + 1) * count],
+                        items[i * count:(i + 1) * count]))
         combined: dict = {}
         for criterion, metric in suite.metrics.items():
             if criterion in runs[0][1]:
-                combined[criterion] = combine_trials([j[criterion] for _, j in runs])
+                combined[criterion] = combine_trials([j[criterion] for _, j, _ in runs])
                 if getattr(metric, "pass_fail", False):
-                    combined[pass_all_name(criterion)] = pass_all([j[criterion] for _, j in runs])
+                    combined[pass_all_name(criterion)] = pass_all([j[criterion] for _, j, _ in runs])
         yield case, runs[0][0], combined, runs
 
 
@@ -110,24 +114,29 @@ def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_c
     caches.setdefault("judgment", [0, 0])
     judged = CacheWriter(store, "judgment")  # one for the whole run: it commits while the next batch runs
     try:
-        for batch in batches(suite.cases, BATCH):
+        for batch in whole_batches(suite.cases, BATCH):  # a conversation's turns in one batch
             items = batch if count == 1 else [attrs.evolve(c, trial=t) for c in batch for t in range(count)]
             done: list = [None] * len(items)
             if not interrupted:
-                try:
-                    done, interrupted = executions.batch(items)
+                try:  # in waves, a turn after its conversation's earlier turns (conversations.py)
+                    items, done, interrupted = execute_waves(executions.batch, items)
                 except KeyboardInterrupt:  # between the executor's own handling: the batch is not run
                     interrupted = True
             judgments, figures, stopped = judge_suite(list(zip(items, done)), suite, store, use_cache, progress, judged)
             interrupted = interrupted or stopped
             merge_figures(caches, figures)
-            finished(list(with_trials(suite, batch, done, judgments)))
+            finished(judge_conversations(conversation_criteria(suite.metrics), list(with_trials(suite, items, done, judgments))))
     finally:
         try:
             executions.close()
         finally:
             judged.close()
     return interrupted
+
+
+def conversation_criteria(metrics: dict) -> dict[str, str]:
+    """The suite's conversation criteria (``answer_correct (all turns)``), each with its turn criterion."""
+    return {name: name[:-len(ALL_TURNS)] for name in metrics if name.endswith(ALL_TURNS)}
 
 
 def slice_key(slice_: Any, case: Case, execution: Execution, judgments: dict, judge: str | None) -> str | None:
@@ -198,7 +207,9 @@ def case_record(result: CaseResult, criteria: Iterable[str], trials: bool) -> di
         record["cluster"] = result.cluster
     if trials:  # every trial's execution and judgments; the top level is the first trial's
         record["trials"] = [{**(e or Execution(missing="interrupted")).to_data(),
-                             "judgments": {k: j.to_data() for k, j in js.items()}} for e, js in result.trials]
+                             "judgments": {k: j.to_data() for k, j in js.items()},
+                             **({"history": [dict(h) for h in c.history]} if c.history else {})}
+                            for e, js, c in result.trials]
     return record
 
 
@@ -251,6 +262,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     labelled = judges and (any(c in judges for c in getattr(suite.policy, "labels", None) or {})
                            or any(r.get("criterion") in judges for _, r in store.list_objects("label")))
     verdicts: list | None = [] if labelled and design.plain and sequential is None else None
+    derived = conversation_criteria(suite.metrics)
+    conversations = FirstFailing(derived) if derived else None  # the First failing turn: line
 
     def finished(part: list[tuple]) -> None:
         """A batch of finished cases: counted, stored, and told to the plugins that listen."""
@@ -260,6 +273,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                    for c, e, j, t in part]
         for r in results:
             tally.add(r)
+        if conversations is not None:
+            conversations.add(part)
         records = [case_record(r, metrics, design.trials > 1) for r in results]
         writer.add(records)
         if verdicts is not None:
@@ -296,6 +311,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
             header["traces"] = traced()
         outcome, summary = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges,
                                      not_run, interrupted, sequential is not None, verdicts)
+        if conversations is not None:  # in the summary record and the report's units
+            summary["conversations"] = outcome.units["conversations"] = conversations.record()
         writer.finish(header, summary)
     except BaseException as first:
         try:
