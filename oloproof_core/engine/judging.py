@@ -47,11 +47,12 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     whose identity is in the row is a hit; the others are judged and the row written again with
     their judgments added. The figures count one lookup per judgment, as before.
     """
-    judgments: list[dict] = [{} for _ in pairs]
-    todo: list[tuple[int, Any, str]] = []  # (pair, evaluator, its identity digest) to look up
-    identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
     keys: dict[int, str] = {}  # pair -> its judgment-cache key: the digest of the case and its execution
+    judgments: list[dict] = [{} for _ in pairs]
+    todo: list[tuple[int, Any, str]] = []
+    identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
     for i, (case, execution) in enumerate(pairs):
+        pair = None  # the digest of the case and its execution, made once for all evaluators
         for spec in specs:
             evaluator = spec.evaluator
             exclude = getattr(evaluator, "exclude", None)
@@ -65,9 +66,9 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
             elif execution.unrecorded is not None and getattr(evaluator, "reads", ()):
                 judgments[i][evaluator.criterion] = Judgment.missing(execution.unrecorded)
             else:
-                if i not in keys:  # made once for all evaluators
-                    keys[i] = digest({"case": case.to_data(), "execution": execution.to_data()})
-                todo.append((i, spec, identities[id(spec)]))
+                if pair is None:
+                    pair = keys[i] = digest({"case": case.to_data(), "execution": execution.to_data()})
+                todo.append((i, spec, identities[id(spec)]))  # (pair, evaluator, its identity digest)
     # one row a pair: {evaluator identity digest: judgment}; read even without the cache, so that the
     # row written back keeps the judgments of evaluators this run does not re-judge
     cached = store.cache_get_many("judgment", list(dict.fromkeys(keys.values()))) if keys else {}
