@@ -2,6 +2,7 @@
 
     python benchmarks/targets.py                  # every target, medians of 3 (what `nox -s bench` runs)
     python benchmarks/targets.py --repeat 1 --large 20000 200000 --json targets.json   # a quicker look
+    python benchmarks/targets.py --quick          # the per-case figures alone (0 ms c64 at 10,000; no-op CPU at 100,000)
 
 Every figure is printed with its target and PASS or MISS; the script exits 0 whatever the figures
 are (it fails only if something crashes). References and runs alternate (bare loop, floor,
@@ -127,9 +128,11 @@ class Figures:
                           "target": target, "verdict": verdict, "note": note})
 
 
-def http_figures(figures: Figures, work: Path, repeat: int, rss: list[float]) -> None:
-    """Oloproof, the bare loop and the floor against the stand-in service, interleaved."""
-    for latency, cases, concurrencies in ((50, SLOW_CASES, (16, 64)), (0, FAST_CASES, (64,))):
+def http_figures(figures: Figures, work: Path, repeat: int, rss: list[float], quick: bool = False) -> None:
+    """Oloproof, the bare loop and the floor against the stand-in service, interleaved (``quick``:
+    only 0 ms, concurrency 64)."""
+    sets = ((50, SLOW_CASES, (16, 64)), (0, FAST_CASES, (64,)))
+    for latency, cases, concurrencies in sets[1:] if quick else sets:
         server = http_bench.Server(latency)
         try:
             for concurrency in concurrencies:
@@ -170,9 +173,9 @@ def http_figures(figures: Figures, work: Path, repeat: int, rss: list[float]) ->
             server.stop()
 
 
-def noop_figures(figures: Figures, work: Path, repeat: int, large: list[int], one: Path) -> None:
+def noop_figures(figures: Figures, work: Path, repeat: int, large: list[int], one: Path, quick: bool = False) -> None:
     """CPU per case of Oloproof, the floor and the bare loop on a no-op callable; peak memory;
-    compare of two runs of the largest size."""
+    compare of two runs of the largest size (not with ``quick``)."""
     peaks: dict[int, float] = {}
     for n in large:
         project = make_project(work / f"noop-{n}", n, None)  # its case file just written: in the page cache
@@ -200,6 +203,8 @@ def noop_figures(figures: Figures, work: Path, repeat: int, large: list[int], on
         figures.add(f"no-op callable, {n:,} cases: framework CPU per case", per_case["oloproof"], "ms/case", "<", 0.1,
                     f"wall {spread(runs)}; peak RSS {peaks[n]:.0f} MiB; the floor's peak RSS "
                     f"{max(c.max_rss_mb for c in kinds['floor']['all']):.0f} MiB")
+    if quick:
+        return
     small, big = min(large), max(large)
     figures.add(f"peak memory of the no-op runs at {big:,} cases", peaks[big], "MiB", "≤", 200,
                 f"the largest RSS of {repeat} runs; at {small:,} cases {peaks[small]:.1f} MiB")
@@ -217,12 +222,19 @@ def noop_figures(figures: Figures, work: Path, repeat: int, large: list[int], on
                 f"wall {child.seconds:.1f} s, CPU {child.cpu:.1f} s")
 
 
-def measure(work: Path, repeat: int, large: list[int]) -> dict:
+def measure(work: Path, repeat: int, large: list[int], quick: bool = False) -> dict:
     figures = Figures()
     load_before = load_average()
     rss: list[float] = []
 
-    http_figures(figures, work, repeat, rss)
+    http_figures(figures, work, repeat, rss, quick)
+    if quick:  # the per-case figures alone: 10,000 requests at 0 ms, the no-op CPU per case
+        one = make_project(work / "one-case", 1, None)
+        cold(one)  # warm-up
+        noop_figures(figures, work, repeat, large, one, quick)
+        return {"figures": figures.rows, "repeat": repeat, "quick": True,
+                "environment": {"python": sys.version.split()[0], "cpus": os.cpu_count(),
+                                "load_average_start": load_before, "load_average_end": load_average()}}
 
     # -- start-up and the 1-case run ------------------------------------------------------------
     one = make_project(work / "one-case", 1, None)
@@ -284,15 +296,20 @@ def report(result: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, metavar="K", help="runs of each kind; medians (3)")
-    parser.add_argument("--large", type=int, nargs="+", default=[100_000, 1_000_000], metavar="N",
+    parser.add_argument("--large", type=int, nargs="+", default=None, metavar="N",
                         help="cases of the no-op projects (100000 1000000)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     parser.add_argument("--workdir", metavar="DIR", help="generate the projects in DIR and keep them")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the per-case figures: HTTP 0 ms c64 throughput at 10,000 cases and the no-op "
+                             "CPU per case (at 100000 unless --large says otherwise); no memory, start-up or compare")
     args = parser.parse_args(argv)
+    if args.large is None:
+        args.large = [100_000] if args.quick else [100_000, 1_000_000]
     if args.repeat < 1 or min(args.large) < 1:
         parser.error("--repeat and --large must be at least 1")
     with workdir(args.workdir, "oloproof-targets-") as work:
-        result = measure(work, args.repeat, sorted(set(args.large)))
+        result = measure(work, args.repeat, sorted(set(args.large)), args.quick)
     report(result)
     save_json(args.json, result)
     return 0

@@ -10,7 +10,7 @@ from typing import Any
 from oloproof_core.engine.conversations import LAST_TURN, last_turns
 from oloproof_core.engine.suite import Suite
 from oloproof_core.model.errors import EvaluationError
-from oloproof_core.model.identity import combine, digest
+from oloproof_core.model.identity import digest
 from oloproof_core.model.records import Case, Execution, Judgment
 from oloproof_core.model.untrusted import NotStorable, clean_text, storable
 from oloproof_core.storage.cache_writer import DELAY, CacheWriter
@@ -31,7 +31,8 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
 
 def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
                             concurrency: int, use_cache: bool = True, progress: Any = None,
-                            writer: CacheWriter | None = None) -> tuple[list[dict], dict, bool]:
+                            writer: CacheWriter | None = None, known: dict | None = None,
+                            ) -> tuple[list[dict], dict, bool]:
     """:func:`judge`, but Ctrl-C stops judging and returns what was judged: the judgments not
     made are missing (``interrupted``), and the third value says so.
 
@@ -39,7 +40,15 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         as each is made (``judge_call``: an LLM judge's), and ``close()``.
     :param writer: the judgment cache's writer of a run that judges batch by batch (closed by the
         run); None: one of its own, closed before this returns.
+    :param known: the rows this run wrote for the same pairs (judgment-cache key -> row), which the
+        writer may not have committed yet: merged into the rows read, and added to.
+
+    The judgment cache holds one row a (case, execution): its key the digest of the case and the
+    whole execution record, its value the judgments by evaluator identity digest. An evaluator
+    whose identity is in the row is a hit; the others are judged and the row written again with
+    their judgments added. The figures count one lookup per judgment, as before.
     """
+    keys: dict[int, str] = {}  # pair -> its judgment-cache key: the digest of the case and its execution
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
     identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
@@ -63,15 +72,25 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
                 judgments[i][evaluator.criterion] = Judgment.missing(execution.unrecorded)
             else:
                 if pair is None:
-                    pair = digest({"case": case.to_data(), "execution": execution.to_data()})
-                todo.append((i, spec, combine(identities[id(spec)], pair)))
-    cached = store.cache_get_many("judgment", [key for _, _, key in todo]) if use_cache else {}
+                    pair = keys[i] = digest({"case": case.to_data(), "execution": execution.to_data()})
+                todo.append((i, spec, identities[id(spec)]))  # (pair, evaluator, its identity digest)
+    # one row a pair: {evaluator identity digest: judgment}; read even without the cache, so that the
+    # row written back keeps the judgments of evaluators this run does not re-judge
+    cached = store.cache_get_many("judgment", list(dict.fromkeys(keys.values()))) if keys else {}
+    known = {} if known is None else known
+    rows: dict[int, dict] = {}  # pair -> its row as this run will write it
     pending = []
-    for i, spec, key in todo:
-        if key in cached:
-            judgments[i][spec.evaluator.criterion] = Judgment.from_data(cached[key])
+    for i, spec, identity in todo:
+        row = rows.get(i)
+        if row is None:
+            key = keys[i]
+            found = cached.get(key)
+            row = rows[i] = {**(found if isinstance(found, dict) else {}), **known.get(key, {})}
+        value = row.get(identity) if use_cache else None
+        if isinstance(value, dict):
+            judgments[i][spec.evaluator.criterion] = Judgment.from_data(value)
         else:
-            pending.append((i, spec, key))
+            pending.append((i, spec, identity))
 
     def evaluate(item: tuple[int, Any, str]) -> Judgment:
         i, spec, _ = item
@@ -92,15 +111,20 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     if writer is None:
         writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
 
-    def keep(item: tuple[int, Any, str], judgment: Judgment, held: list | None = None) -> None:
-        i, spec, key = item
+    def keep(item: tuple[int, Any, str], judgment: Judgment, changed: dict | None = None) -> None:
+        """A fresh judgment: the pair's, and in its row (written at once, or with ``changed``
+        collected to be written together)."""
+        i, spec, identity = item
         criterion = spec.evaluator.criterion
         judgments[i][criterion] = judgment
         if judgment.status != "missing":
-            if held is None:
-                writer.put(key, judgment.to_data())
+            row = rows[i]
+            row[identity] = judgment.to_data()
+            known[keys[i]] = row
+            if changed is None:
+                writer.put(keys[i], dict(row))  # a copy: the writer's thread reads it later
             else:
-                held.append((key, judgment.to_data()))
+                changed[i] = row
         if progress is not None:
             progress.step(judge_call=getattr(spec.evaluator, "judge", False) is True)
         spent = judgment.detail.get("usage") if judgment.detail else None
@@ -115,16 +139,16 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     if progress is not None:
         progress.start("judgments", len(pending))
     try:
-        held: list = []  # in-process judgments, handed to the writer together (within DELAY / 2)
+        held: dict = {}  # rows of in-process judgments, handed to the writer together (within DELAY / 2)
         since = time.monotonic()
         try:
             for item in fast:
                 keep(item, evaluate(item), held)
                 if len(held) >= 500 or time.monotonic() - since > DELAY / 2:
-                    writer.put_many(held)
-                    held, since = [], time.monotonic()
+                    writer.put_many([(keys[i], dict(row)) for i, row in held.items()])
+                    held, since = {}, time.monotonic()
         finally:
-            writer.put_many(held)
+            writer.put_many([(keys[i], dict(row)) for i, row in held.items()])
         if slow:
             from concurrent.futures import ThreadPoolExecutor, as_completed  # judges that call out only
 
@@ -205,8 +229,9 @@ def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, st
         return judge_until_interrupted(pairs, suite.evaluators, store, suite.concurrency, use_cache, progress, writer)
     later = [s for s in suite.evaluators if isinstance(s.evaluator, AtKEvaluator)]
     first = [s for s in suite.evaluators if s not in later]
+    known: dict = {}  # the rows the first pass wrote: a pair whose labels did not change has the same row
     judgments, figures, interrupted = judge_until_interrupted(pairs, first, store, suite.concurrency, use_cache,
-                                                              progress, writer)
+                                                              progress, writer, known)
     derived, failed = [], {}
     for i, (case, execution) in enumerate(pairs):
         verdict = judgments[i].get(name)
@@ -216,7 +241,7 @@ def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, st
             failed[i] = Judgment.missing(f"relevance_judge_{verdict.status}: {verdict.reason}")
     if later and not interrupted:
         more, extra, interrupted = judge_until_interrupted(derived, later, store, suite.concurrency, use_cache,
-                                                           progress, writer)
+                                                           progress, writer, known)
         for i, row in enumerate(more):
             judgments[i].update({c: failed.get(i, j) if j.status == "excluded" else j for c, j in row.items()})
         hits, misses = extra["judgment"]

@@ -267,6 +267,9 @@ class StoreContract(KeyedContract, QueryContract):
         store.cache_put_many("execution", [("k1", "newer")])
         assert store.cache_get_many("execution", ["k1", "k1"]) == {"k1": "newer"}
         store.cache_put_many("execution", [])
+        # a key twice in one call (a case's judgment-cache row, written again as a judgment is added): the last wins
+        store.cache_put_many("judgment", [("k3", {"a": 1}), ("k3", {"a": 1, "b": 2})])
+        assert store.cache_get_many("judgment", ["k3"]) == {"k3": {"a": 1, "b": 2}}
 
     def test_many_cache_keys_at_once(self, store):
         items = [(f"key{i:05d}", {"i": i}) for i in range(2500)]

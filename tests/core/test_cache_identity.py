@@ -359,6 +359,52 @@ def test_refresh_re_executes_and_overwrites_but_reuses_judgments(tmp_path):
     assert cache_lines(refreshed.out) == ["Cache: execution 0 hit/4 miss; judgment 4 hit/0 miss"]
 
 
+def judgment_rows(project: Project) -> list[dict]:
+    import sqlite3
+
+    with sqlite3.connect(project.root / ".oloproof" / "store.db") as db:
+        return [json.loads(v) for v, in db.execute("SELECT value FROM cache WHERE ns = 'judgment'")]
+
+
+@pytest.mark.slow
+def test_the_judgment_cache_holds_one_row_a_case_and_an_evaluator_whose_identity_changed_misses_alone(tmp_path):
+    project = Project(tmp_path)
+    project.write("app.py", """
+        from oloproof import system
+
+        @system(name="echo", version="1")
+        def run(input):
+            return {"answer": input["q"]}
+    """)
+    project.cases([case(i, ok=i != 2) for i in range(4)])
+    suite = """
+        system: {name: echo, version: "1", callable: app:run}
+        cases: cases.jsonl
+        evaluators:
+          - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+          - {type: contains, criterion: strict, field: answer, expected_field: answer, case_sensitive: CASE}
+    """
+    project.write("oloproof.yaml", suite.replace("CASE", "true"))
+    first = project.run("run")
+    assert cache_lines(first.out)[0] == "Cache: execution 0 hit/4 miss; judgment 0 hit/8 miss", first
+    rows = judgment_rows(project)
+    assert len(rows) == 4 and all(len(row) == 2 for row in rows)  # one row a case, both judgments in it
+    # one evaluator's identity changes: it alone misses, and the row keeps the old judgment beside the new
+    project.write("oloproof.yaml", suite.replace("CASE", "false"))
+    changed = project.run("run")
+    assert cache_lines(changed.out)[0] == "Cache: execution 4 hit/0 miss; judgment 4 hit/4 miss", changed
+    rows = judgment_rows(project)
+    assert len(rows) == 4 and all(len(row) == 3 for row in rows)
+    # going back hits every judgment; --no-cache re-judges them all and keeps the rows whole
+    project.write("oloproof.yaml", suite.replace("CASE", "true"))
+    assert cache_lines(project.run("run").out)[0] == "Cache: execution 4 hit/0 miss; judgment 8 hit/0 miss"
+    assert "judgment 0 hit/8 miss" in project.run("run", "--no-cache").out
+    assert [len(row) for row in judgment_rows(project)] == [3] * 4
+    # an output that changes misses every judgment of its case
+    project.cases([case(i, ok=i not in (1, 2)) for i in range(4)])
+    assert "judgment 6 hit/2 miss" in project.run("run").out
+
+
 @pytest.mark.slow
 def test_the_cache_command_lists_and_clears_namespaces(tmp_path):
     project = callable_project(tmp_path)

@@ -42,8 +42,9 @@ def test_with_a_key_a_forged_judgment_is_found_by_check_and_recomputed_by_the_ne
         rows = conn.execute(f"SELECT key, value FROM {echo.schema}.cache WHERE ns = 'judgment'").fetchall()
         assert rows and all(s.startswith("hmac:") for s, in conn.execute(f"SELECT checksum FROM {echo.schema}.cache"))
         for key, value in rows:
-            if json.loads(value)["status"] != "pass":
-                text = json.dumps({"status": "pass", "value": 1.0}, sort_keys=True)
+            row = json.loads(value)  # one row a case: its judgments by evaluator identity
+            if any(j["status"] != "pass" for j in row.values()):
+                text = json.dumps({e: {"status": "pass", "value": 1.0} for e in row}, sort_keys=True)
                 conn.execute(f"UPDATE {echo.schema}.cache SET value = %s, checksum = %s WHERE ns = 'judgment' AND key = %s",
                              (text, checksum("judgment", key, text), key))
     checked = echo.run("store", "check", env=env)
