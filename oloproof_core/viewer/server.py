@@ -103,7 +103,7 @@ class Pages:
         sort = query.get("sort") if query.get("sort") in ("case", *view["criteria"]) else None
         q = (query.get("q") or "").strip()
         cases = views.cases_page(self.store, run_id, view["criteria"], page, criterion, status, q, sort=sort,
-                                 desc=bool(query.get("desc")))
+                                 desc=bool(query.get("desc")), conversation=(query.get("conversation") or "").strip())
         return self.render("run.html", links, view=view, cases=cases)
 
     def run_page(self, run_id: str) -> dict:
