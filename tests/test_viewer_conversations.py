@@ -138,3 +138,33 @@ def test_inspect_a_turn_shows_the_turns_before_it(chat):
     assert first[1:3] == ["Conversation refund-annual: turn 1 of 3", "Input"]
     plain = olo("inspect", chat["run"], "--case", "hours", cwd=chat["dir"]).out.splitlines()
     assert plain[1] == "Input"
+
+
+def test_a_store_without_one_case_lookup_gives_the_same_transcript_and_filter(chat):
+    """A third party's store may have neither ``run_case`` nor ``query_cases``: one scan of the run
+    finds the turns, with the same answers."""
+    from oloproof_core.outputs import pages as views
+    from oloproof_core.workflows.project import Project as Loaded
+
+    store = Loaded(str(chat["dir"] / "oloproof.yaml"), None, existing=True).reader()
+
+    class Scanned:  # the store's reading methods, without the two lookups
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            if name in ("run_case", "query_cases"):
+                raise AttributeError(name)
+            return getattr(self.inner, name)
+
+    run, scanned = chat["run"], Scanned(store)
+    assert not hasattr(scanned, "run_case")
+    for case_id in ("refund-annual#2", HOSTILE + "#1", "hours"):
+        direct = views.case_view(store, views.Records(store), run, case_id)["conversation"]
+        assert views.case_view(scanned, views.Records(scanned), run, case_id)["conversation"] == direct
+    direct = views.case_view(store, views.Records(store), run, "refund-annual#2")["conversation"]
+    assert [t["current"] for t in direct["turns"]] == [False, True, False]
+    criteria = ["answer_correct", "hit_rate_at_2"]
+    for conversation in ("refund-annual", "hours", "refund"):
+        assert views.cases_page(scanned, run, criteria, conversation=conversation) == views.cases_page(
+            store, run, criteria, conversation=conversation)

@@ -287,7 +287,7 @@ def transcript(store: Any, header: dict, run_id: str, record: dict) -> dict | No
         shown = evidence(header, r)
         rewrite = ((r.get("artifacts") or {}).get("query_rewrite/v1") or [None])[-1]
         query = rewrite.get("query") if isinstance(rewrite, dict) else (shown["retrieval"] or {}).get("query")
-        turns.append({"id": r["id"], "turn": turn_of(r)[1], "current": r is record,
+        turns.append({"id": r["id"], "turn": turn_of(r)[1], "current": turn_of(r) == at,
                       "input": (r.get("case") or {}).get("input"), "output": r.get("output"),
                       "missing": r.get("missing"), "judgments": r.get("judgments") or {},
                       "query": query, "candidates": shown["candidates"], "labels": shown["labels"]})
