@@ -114,7 +114,7 @@ class RagSystem:
         # stage caches key on what each stage reaches, so editing generate never re-runs retrieval
         self.version = f"{declared}+{short([self.code, project])}"
         self.citations_field = options.citations_field
-        self.records = frozenset({"retrieval/v1", "context/v1"}
+        self.records = frozenset({"retrieval/v1", "context/v1", "query_rewrite/v1"}
                                  | ({"citations/v1"} if options.citations_field else set()))
         self.cache = context.cache
         self._counts = {"retrieve": [0, 0], "generate": [0, 0]}
@@ -202,6 +202,8 @@ class RagSystem:
     def record(self, recorder: Any, retrieval: Retrieval | None, context: Context, output: Any) -> None:
         if retrieval is not None:
             recorder.retrieval(retrieval)
+            if "conversation" in recorder.case.metadata:  # a conversation's turn: what it searched for
+                recorder.record("query_rewrite/v1", {"query": retrieval.query})
         recorder.context(context)
         if self.citations_field:
             cited = output.get(self.citations_field) if isinstance(output, dict) else None
