@@ -3,7 +3,8 @@
 Its retrieval stage takes the history: a follow-up searches with the conversation's first question
 and its own, so "And for annual plans?" finds the annual-plan passage. The third turn of
 ``refund-annual`` retrieves the right passage and fails its answer; the second conversation's id
-and second question are script-injection attempts, which every page must show as text.
+and second question are script-injection attempts, which every page must show as text. A rubric
+judge with ``scope: conversation`` (the offline ``replay`` provider) judges each whole transcript.
 """
 
 from __future__ import annotations
@@ -53,7 +54,13 @@ cases: cases.jsonl
 evaluators:
   - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
   - {type: hit_rate, k: 2}
+  - {type: rubric_judge, criterion: kept_topic, scope: conversation,
+     rubric: "The assistant stays on the topic the customer opened with.",
+     provider: replay, model: replay, provider_options: {file: replies.jsonl, default: fail}}
 '''
+
+# the replayed judge of the whole transcript: passes the conversation that answers about annual plans
+REPLIES = '{"match": "pro rata", "verdict": "pass", "rationale": "Every answer is about refunds."}\n'
 
 
 def turn(question: str, answer: str, relevant: str | None, **more) -> dict:
@@ -78,5 +85,6 @@ def chat_project(root) -> Project:
     project = Project(root)
     project.write("app.py", APP)
     project.write("oloproof.yaml", CONFIG)
+    project.write("replies.jsonl", REPLIES)
     project.cases(CASES)
     return project

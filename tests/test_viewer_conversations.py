@@ -65,6 +65,23 @@ def test_a_turn_case_shows_its_whole_conversation(chat):
     assert "link to all turns" not in page and f"/runs/{run}?conversation=refund-annual" in page
 
 
+def test_the_conversation_criteria_are_shown_once_for_the_conversation(chat):
+    """``X (all turns)`` and the scope: conversation judge are the conversation's verdicts (recorded
+    on its last turn, excluded from the others): one table above the turns, the LLM judge named."""
+    page = chat["served"].get(f"/runs/{chat['run']}/cases/{quote('refund-annual#1', safe='')}")
+    criteria = table(page.replace('<table class="conversation-criteria">', '<table id="whole">'), "whole")
+    assert [row[:2] for row in criteria] == [["kept_topic", "passed"], ["answer_correct (all turns)", "failed"],
+                                             ["hit_rate_at_2 (all turns)", "passed"]]
+    assert criteria[0][3] == "replayed from replies.jsonl, not a model: Every answer is about refunds."
+    assert criteria[0][4] == "an LLM judge (replay/replay, prompt rubric/transcript-v1) over the whole transcript"
+    assert criteria[1][3] == "turn 3 failed" and "every turn must pass" in criteria[1][4]
+    transcript = re.search(r'<ol class="transcript">.*?</ol>', page, re.S).group(0)
+    assert "judged_on_last_turn" not in transcript and "kept_topic" not in transcript
+    hostile = chat["served"].get(f"/runs/{chat['run']}/cases/{quote(HOSTILE + '#2', safe='')}")
+    whole = table(hostile.replace('<table class="conversation-criteria">', '<table id="whole">'), "whole")
+    assert [row[:2] for row in whole][:2] == [["kept_topic", "failed"], ["answer_correct (all turns)", "failed"]]
+
+
 def test_every_turn_s_page_holds_the_same_transcript_and_a_plain_case_none(chat):
     run, served = chat["run"], chat["served"]
     pages = [served.get(f"/runs/{run}/cases/{quote(f'refund-annual#{k}', safe='')}") for k in (1, 2, 3)]
@@ -74,6 +91,14 @@ def test_every_turn_s_page_holds_the_same_transcript_and_a_plain_case_none(chat)
         assert [re.findall(r"<pre[^>]*>(.*?)</pre>", t, re.S) for t in turns(page)] == [
             re.findall(r"<pre[^>]*>(.*?)</pre>", t, re.S) for t in turns(pages[0])]
     assert 'class="transcript"' not in served.get(f"/runs/{run}/cases/hours")  # one turn: no conversation
+
+
+def test_the_run_page_prints_the_clusters_and_first_failing_turn_lines_as_run_did(chat):
+    page = chat["served"].get(f"/runs/{chat['run']}")
+    shown = html.unescape(re.search(r'<p class="muted" id="units">(.*?)</p>', page, re.S).group(1)).split("<br>")
+    printed = [line for line in chat["out"].splitlines() if line.startswith(("Clusters:", "First failing turn:"))]
+    assert shown == printed and len(printed) == 3
+    assert "First failing turn: answer_correct (all turns): turn 2 (1), turn 3 (1); 2 of 3 conversations failed" in shown
 
 
 def test_the_run_page_narrows_its_cases_to_one_conversation(chat):

@@ -13,6 +13,7 @@ from typing import Any
 
 from oloproof_core.storage.query import checked_query, matches, sort_key
 
+ON_LAST_TURN = "judged_on_last_turn"  # a conversation criterion's reason on every turn but the one judged
 MOST_TURNS = 1000  # a transcript stops here: a page is for reading, and ids are looked up one by one
 
 
@@ -45,6 +46,26 @@ def turn_records(store: Any, run_id: str, conversation: str, known: dict | None 
                 continue
             break
         out.append(record)
+    return out
+
+
+def conversation_verdicts(header: dict, records: list[dict]) -> list[dict]:
+    """The conversation's verdicts of the conversation criteria (``X (all turns)``, and each
+    ``scope: conversation`` evaluator's), each recorded on one turn (the last) and excluded from the
+    others as ``judged_on_last_turn``: criterion, the judgment, and the judge's identity
+    (``provider/model, prompt version``) when an LLM judged it."""
+    named = [c for r in records for c, j in (r.get("judgments") or {}).items()
+             if isinstance(j, dict) and j.get("reason") == ON_LAST_TURN]
+    out = []
+    for criterion in dict.fromkeys(named):
+        judged = [r["judgments"][criterion] for r in records if criterion in (r.get("judgments") or {})
+                  and r["judgments"][criterion].get("reason") != ON_LAST_TURN]
+        if not judged:
+            continue
+        extra = ((header.get("evaluators") or {}).get(criterion) or {}).get("extra") or {}
+        judge = (f"{extra['provider']}/{extra.get('model')}, prompt {extra.get('prompt_version')}"
+                 if extra.get("provider") else None)
+        out.append({"criterion": criterion, "judgment": judged[-1], "judge": judge})
     return out
 
 

@@ -138,8 +138,11 @@ def run_view(store: Any, plugins: Any, run_id: str, records: list[dict] | None =
         except ConfigError:  # a metric whose plugin is not installed here: no slice summaries for it
             continue
     confidence = header.get("confidence_level", 0.95)
+    from oloproof_core.outputs.report import unit_lines  # Clusters:, First failing turn:, Unstable: as printed
+
     return {"header": header, "summary": summary, "document": document, "confidence": confidence,
-            "metrics": metric_rows(document),
+            "metrics": metric_rows(document), "units": [line for line in unit_lines(
+                summary, header.get("design"), confidence) if line],
             "slices": slice_rows(header, rows, metrics, confidence,
                                  {name: m.get("metric") for name, m in summary["metrics"].items()}),
             "whole": records is not None,
@@ -276,22 +279,27 @@ def evidence(header: dict, record: dict) -> dict:
 def transcript(store: Any, header: dict, run_id: str, record: dict) -> dict | None:
     """A turn case's whole conversation in the run: each turn's input, output (or why it has none),
     judgments, retrieval table and the query it searched for (``query_rewrite/v1``, else the
-    retrieval's), the current turn marked. None for a plain case or a conversation of one turn."""
-    from oloproof_core.outputs.conversation import turn_of, turn_records
+    retrieval's), the current turn marked; and the conversation's verdicts of the conversation
+    criteria. None for a plain case or a conversation of one turn."""
+    from oloproof_core.outputs.conversation import conversation_verdicts, turn_of, turn_records
 
     at = turn_of(record)
     if at is None:
         return None
+    records = turn_records(store, run_id, at[0], known=record)
+    verdicts = conversation_verdicts(header, records)
+    whole = {v["criterion"] for v in verdicts}  # shown once, for the conversation, not under a turn
     turns = []
-    for r in turn_records(store, run_id, at[0], known=record):
+    for r in records:
         shown = evidence(header, r)
         rewrite = ((r.get("artifacts") or {}).get("query_rewrite/v1") or [None])[-1]
         query = rewrite.get("query") if isinstance(rewrite, dict) else (shown["retrieval"] or {}).get("query")
         turns.append({"id": r["id"], "turn": turn_of(r)[1], "current": turn_of(r) == at,
                       "input": (r.get("case") or {}).get("input"), "output": r.get("output"),
-                      "missing": r.get("missing"), "judgments": r.get("judgments") or {},
-                      "query": query, "candidates": shown["candidates"], "labels": shown["labels"]})
-    return {"id": at[0], "turn": at[1], "turns": turns} if len(turns) > 1 else None
+                      "missing": r.get("missing"), "query": query, "candidates": shown["candidates"],
+                      "judgments": {c: j for c, j in (r.get("judgments") or {}).items() if c not in whole},
+                      "labels": shown["labels"]})
+    return {"id": at[0], "turn": at[1], "turns": turns, "verdicts": verdicts} if len(turns) > 1 else None
 
 
 def paired_differences(candidate: list[dict], baseline: list[dict], policy: dict) -> list[dict]:
