@@ -32,6 +32,11 @@ metric of plugins/oloproof_proportion), each against its own target:
 - **per turn (naive)**: the ``proportion`` metric's Clopper–Pearson interval over the turns as if
   they were independent cases (a run without the conversation as the cluster); target the share
   of turns that pass.
+- **all turns**: the conversation criterion ``X (all turns)``, one verdict a conversation (pass when
+  every turn passed) recorded on its last turn and excluded from the others, as a run records it;
+  the run's interval is then Clopper–Pearson over conversations. Target the mean over the suite's
+  conversations of P(every turn passes): E[q^n] of the Beta for the beta-binomial model, and
+  ``∫ Π_k Φ((μ_k + √ρ·u)/√(1−ρ)) φ(u) du`` (Gauss–Hermite quadrature) for the latent-normal one.
 """
 
 from __future__ import annotations
@@ -89,6 +94,27 @@ def targets(model: str, conversations: int, p: float | None) -> dict[str, float]
             "per turn (naive)": weighted}
 
 
+def all_turns_target(model: str, conversations: int, p: float | None, rho: float) -> float:
+    """The mean over the suite's conversations of the probability that every turn passes."""
+    chances = []
+    for n in turns_of(conversations):
+        if model == "beta-binomial":
+            a, b = (p * (1 - rho) / rho, (1 - p) * (1 - rho) / rho) if rho > 0 else (None, None)
+            chances.append(p ** n if rho == 0 else beta_moment(a, b, n))
+        else:
+            nodes, weights = np.polynomial.hermite_e.hermegauss(80)  # ∫ f(u) φ(u) du, u standard normal
+            normal = NormalDist()
+            inside = [math.prod(normal.cdf((mu + math.sqrt(rho) * u) / math.sqrt(1 - rho)) for mu in LATENT[:n])
+                      for u in nodes]
+            chances.append(float(np.dot(weights, inside) / math.sqrt(2 * math.pi)))
+    return float(np.mean(chances))
+
+
+def beta_moment(a: float, b: float, k: int) -> float:
+    """E[q^k] for q ~ Beta(a, b)."""
+    return math.exp(math.lgamma(a + k) + math.lgamma(a + b) - math.lgamma(a) - math.lgamma(a + b + k))
+
+
 def outcome_correlation(model: str, conversations: int, p: float | None, rho: float) -> float:
     """The mean correlation of the pass/fail outcomes of two turns of one conversation, over every
     such pair of the suite (ρ itself for the beta-binomial model)."""
@@ -128,18 +154,25 @@ class RunInterval:
     of the design (``units.unit_metrics``). It depends only on the conversations' (passes, turns)
     pairs, so each multiset of them is computed once."""
 
-    def __init__(self, estimand: str | None):
+    def __init__(self, estimand: str | None, all_turns: bool = False):
         design = Design(cluster="metadata.conversation", max_cluster_size=5, estimand=estimand or "cases")
-        self.clustered = estimand is not None
+        self.clustered, self.all_turns = estimand is not None, all_turns
         self.metric = unit_metrics({"c": Proportion()}, design)["c"] if self.clustered else Proportion()
         self.memory: dict = {}
 
     def __call__(self, pairs: tuple[tuple[int, int], ...]) -> tuple[float, float]:
-        key = pairs if self.clustered else sum(s for s, _ in pairs)
+        if self.all_turns:  # what the interval reads: how many conversations passed every turn
+            key = (sum(s == n for s, n in pairs), len(pairs))
+        else:
+            key = pairs if self.clustered else sum(s for s, _ in pairs)
         if key not in self.memory:
             judgments, keys = [], []
             for g, (passed, turns) in enumerate(pairs):
-                judgments += [Judgment.of(t < passed) for t in range(turns)]
+                if self.all_turns:  # one verdict a conversation, on its last turn (engine/conversations.py)
+                    judgments += [Judgment.excluded("judged_on_last_turn")] * (turns - 1)
+                    judgments.append(Judgment.of(passed == turns))
+                else:
+                    judgments += [Judgment.of(t < passed) for t in range(turns)]
                 keys += [f"conversation-{g}"] * turns
             units = group(judgments, keys) if self.clustered else judgments
             summary = self.metric.summarize(units, CONFIDENCE)
@@ -154,8 +187,9 @@ def row(index: int, replicates: int) -> dict:
     rng = np.random.default_rng([SEED, index])
     turns = turns_of(conversations)
     truth = targets(model, conversations, p)
+    truth["all turns"] = all_turns_target(model, conversations, p, rho)
     intervals = {"turn-weighted": RunInterval("cases"), "conversation means": RunInterval("cluster-means"),
-                 "per turn (naive)": RunInterval(None)}
+                 "per turn (naive)": RunInterval(None), "all turns": RunInterval("cases", all_turns=True)}
     hits = dict.fromkeys(intervals, 0)
     widths = dict.fromkeys(intervals, 0.0)
     for _ in range(replicates):
@@ -175,8 +209,9 @@ def table(replicates: int = REPLICATES) -> list[str]:
              f"(3 s.e. at nominal: {tolerance(replicates):.4f}).", "",
              "| model | conversations (turns) | turn pass rate | ICC | pass/fail correlation "
              "| turn-weighted, over conversations | mean width | conversation means | mean width "
-             "| per turn (naive): Clopper–Pearson over turns | mean width |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| per turn (naive): Clopper–Pearson over turns | mean width "
+             "| all turns: P(every turn passes) | Clopper–Pearson over conversations |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for index, (model, conversations, p, rho) in enumerate(POINTS):
         r = row(index, replicates)
         c, w, t = r["coverage"], r["width"], r["targets"]
@@ -186,7 +221,8 @@ def table(replicates: int = REPLICATES) -> list[str]:
         lines.append(f"| {model} | {conversations} ({sum(turns_of(conversations))}) | {rate} | {rho} | "
                      f"{r['correlation']:.2f} | {c['turn-weighted']:.4f} | {w['turn-weighted']:.3f} | "
                      f"{c['conversation means']:.4f} | {w['conversation means']:.3f} | "
-                     f"{c['per turn (naive)']:.4f} | {w['per turn (naive)']:.3f} |")
+                     f"{c['per turn (naive)']:.4f} | {w['per turn (naive)']:.3f} | {t['all turns']:.3f} | "
+                     f"{c['all turns']:.4f} |")
     return lines
 
 

@@ -4,10 +4,10 @@ The simulation is scripts/coverage_conversations.py (seeded): conversations of 2
 pass/fail turns are correlated inside a conversation (beta-binomial, and latent-normal with later
 turns harder; intra-class correlation 0.3, 0.5, 0.8). By default one row with few replicates; the
 full table (1,000 replicates a row) under the slow mark, where it must appear verbatim in
-docs/statistics.md. The interval a run reports over conversations (turn-weighted, and the mean of
-conversation means) must cover at or above 95% up to three Monte-Carlo standard errors; the
-per-turn interval that treats turns as independent cases must fall below that where the turns are
-correlated, or the simulation would show nothing.
+docs/statistics.md. The interval a run reports over conversations (turn-weighted, the mean of
+conversation means, and the conversation criterion X (all turns)) must cover at or above 95% up
+to three Monte-Carlo standard errors; the per-turn interval that treats turns as independent
+cases must fall below that where the turns are correlated, or the simulation would show nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ sim = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(sim)
 
 FAST = 100
-SHIPPED = ("turn-weighted", "conversation means")
+SHIPPED = ("turn-weighted", "conversation means", "all turns")
 NAIVE = "per turn (naive)"
 
 
@@ -39,8 +39,8 @@ def test_intervals_over_conversations_cover_where_per_turn_ones_do_not():
 
 def test_the_interval_is_the_one_a_run_computes():
     """RunInterval goes through units.group and the unit metric; it is the case-weighted interval of
-    the conversations' (passes, turns), the betting interval of their pass fractions, and
-    Clopper–Pearson over the turns."""
+    the conversations' (passes, turns), the betting interval of their pass fractions,
+    Clopper–Pearson over the turns, and, for X (all turns), Clopper–Pearson over conversations."""
     from oloproof_core.statistics.intervals import betting_interval, clopper_pearson
     from oloproof_core.statistics.weighted import case_weighted_interval
 
@@ -50,6 +50,8 @@ def test_the_interval_is_the_one_a_run_computes():
     assert sim.RunInterval("cluster-means")(pairs) == pytest.approx(
         betting_interval([s / n for s, n in pairs], 0.95, 0.0, 1.0))
     assert sim.RunInterval(None)(pairs) == pytest.approx(clopper_pearson(sum(passes), sum(turns), 0.95))
+    # X (all turns): one verdict a conversation; three of the seven passed every turn
+    assert sim.RunInterval("cases", all_turns=True)(pairs) == pytest.approx(clopper_pearson(3, 7, 0.95))
 
 
 @pytest.mark.parametrize("index", [1, 3, 7, 8])
@@ -68,6 +70,9 @@ def test_the_targets_and_correlations_are_the_simulated_ones(index):
     expected = sim.outcome_correlation(model, 4, p, rho)  # conversations of 2, 3, 4, 5 turns
     weights = [sum(1 for n in (2, 3, 4, 5) if n > k) for j in range(5) for k in range(j + 1, 5)]
     assert abs(np.average(pairs, weights=weights) - expected) < 0.03
+    # the first n turns of a five-turn conversation are drawn as a conversation of n turns
+    every = np.mean([outcomes[:, :n].all(axis=1).mean() for n in (2, 3, 4, 5)])
+    assert abs(every - sim.all_turns_target(model, 4, p, rho)) < 4 * math.sqrt(0.25 / len(outcomes))
     truth = sim.targets(model, conversations, p)
     lengths = sim.turns_of(conversations)
     assert truth["turn-weighted"] == pytest.approx(sum(rates[:n].sum() for n in lengths) / sum(lengths))
