@@ -126,6 +126,7 @@ def run_view(store: Any, plugins: Any, run_id: str, records: list[dict] | None =
     ``records`` None: a run too large to read at once for a page, so no slice panels, and the
     missing cases' reasons counted in one streaming pass (``whole`` False), or not at all when
     ``read`` is False (a page served before that pass)."""
+    from oloproof_core.outputs.report import unit_lines  # Clusters:, First failing turn:, Unstable: as printed
     from oloproof_core.results.view import run_view as run_document
 
     header, summary = store.get_run(run_id)
@@ -138,8 +139,6 @@ def run_view(store: Any, plugins: Any, run_id: str, records: list[dict] | None =
         except ConfigError:  # a metric whose plugin is not installed here: no slice summaries for it
             continue
     confidence = header.get("confidence_level", 0.95)
-    from oloproof_core.outputs.report import unit_lines  # Clusters:, First failing turn:, Unstable: as printed
-
     return {"header": header, "summary": summary, "document": document, "confidence": confidence,
             "metrics": metric_rows(document), "units": [line for line in unit_lines(
                 summary, header.get("design"), confidence) if line],
