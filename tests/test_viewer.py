@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 from urllib.request import urlopen
 
 import pytest
@@ -530,3 +531,61 @@ def test_the_suite_page_draws_the_trend_of_each_metric(browser, example):
         assert listed == [example["base_id"], example["cand_id"]]
     finally:
         assert viewer.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def conversations(tmp_path_factory):
+    """A staged assistant's run of conversations (tests/chat_project.py)."""
+    from chat_project import chat_project
+
+    project = chat_project(tmp_path_factory.mktemp("conversations"))
+    result = project.run("run")
+    assert result.code == 0, result
+    return {"dir": project.root, "run_id": RUN_ID.search(result.out).group(0)}
+
+
+@pytest.mark.browser
+def test_a_conversation_reads_as_a_transcript_from_the_run_page(browser, conversations, tmp_path):
+    from chat_project import HOSTILE
+    from selenium.webdriver.common.by import By
+
+    viewer = Viewer(conversations["dir"])
+    try:
+        run = visit(browser, f"{viewer.url}/runs/{conversations['run_id']}")
+        field = run.find_element(By.NAME, "conversation")  # the run page's filter to one conversation
+        field.send_keys("refund-annual")
+        field.submit()
+        narrowed = visit(browser, browser.current_url)
+        assert [r[0] for r in cells(narrowed, "cases")] == ["refund-annual#1", "refund-annual#2", "refund-annual#3"]
+        narrowed.find_element(By.LINK_TEXT, "refund-annual#2").click()
+        case = visit(browser, browser.current_url, "conversation")
+        shown = case.find_elements(By.CSS_SELECTOR, "ol.transcript > li")
+        assert len(shown) == 3
+        assert [li.get_attribute("class") for li in shown] == ["turn", "turn current", "turn"]
+        assert "And for annual plans?" in shown[1].text and "pro rata" in shown[1].text
+        assert "searched for: How do I get a refund? And for annual plans?" in shown[1].text
+        assert shown[2].find_element(By.CSS_SELECTOR, "table.turn-judgments td.failed").text == "failed"
+        rows = [[c.text for c in tr.find_elements(By.TAG_NAME, "td")]
+                for tr in shown[1].find_elements(By.CSS_SELECTOR, "table.turn-retrieval tr")[1:]]
+        assert rows[0][2:6] == ["kb-annual", "", "✓ doc", "kept"]
+        # the current turn is set apart where a reader sees it, not only in the markup
+        marked = shown[1].value_of_css_property("border-left-color")
+        assert marked != shown[0].value_of_css_property("border-left-color")
+        shown[2].find_element(By.LINK_TEXT, "Turn 3").click()
+        third = visit(browser, browser.current_url)
+        assert "Case refund-annual#3" in third.find_element(By.TAG_NAME, "h1").text
+        assert third.find_element(By.CSS_SELECTOR, "ol.transcript > li.current").text.startswith("Turn 3")
+
+        hostile = visit(browser, f"{viewer.url}/runs/{conversations['run_id']}/cases/{quote(HOSTILE + '#2', safe='')}")
+        assert len(hostile.find_elements(By.CSS_SELECTOR, "ol.transcript > li")) == 2
+        assert hostile.execute_script("return window.__xss === undefined")
+        assert not hostile.find_elements(By.CSS_SELECTOR, "img, script, a[href^='javascript:']")
+    finally:
+        assert viewer.stop() == 0
+    out = tmp_path / "conversations.html"
+    assert olo("export", conversations["run_id"], "--html", str(out), cwd=conversations["dir"]).code == 0
+    exported = visit(browser, out.as_uri())
+    assert exported.execute_script("return window.__xss === undefined")
+    assert not exported.find_elements(By.CSS_SELECTOR, "img, script, a[href^='javascript:']")
+    exported.find_element(By.CSS_SELECTOR, "a[href='#case-refund-annual%233']").click()  # a turn's anchor in the file
+    assert browser.current_url.endswith("#case-refund-annual%233")

@@ -93,7 +93,7 @@ def traceback_lines(frames: Any, indent: str, width: int) -> list[str]:
 def render_case(view: Mapping[str, Any], width: int) -> list[str]:
     """The lines of one case; ``width`` is where long text wraps (tables are fitted when printed)."""
     record, case = view["record"], view["case"]
-    out = [printable(f"Case {record['id']} of {view['run']['id']}")]
+    out = [printable(f"Case {record['id']} of {view['run']['id']}"), *earlier_turns(view, width)]
     out += ["Input", *value_lines(case.get("input"), INDENT, width)]
     out += ["Expected", *value_lines(case.get("expected"), INDENT, width)]
     if case.get("metadata"):
@@ -126,6 +126,28 @@ def render_case(view: Mapping[str, Any], width: int) -> list[str]:
         for kind, items in view["other_artifacts"].items():
             for item in items:
                 out += _field(kind, item, INDENT, width)
+    return out
+
+
+def earlier_turns(view: Mapping[str, Any], width: int) -> list[str]:
+    """A conversation's turn: which turn of how many, and the turns before it as this turn received
+    them (``case.history``: each earlier input and the system's output), one line each, cut to
+    ``width``."""
+    conversation, history = view.get("conversation"), view["case"].get("history")
+    if not conversation and not history:
+        return []
+    if conversation:
+        head = f"Conversation {conversation['id']}: turn {conversation['turn']} of {len(conversation['turns'])}"
+    else:
+        head = "Conversation turn"
+    if not history:
+        return [printable(head)]
+    out = [printable(head + "; the turns before it, as it received them:")]
+    for k, entry in enumerate(history, 1):
+        entry = entry if isinstance(entry, Mapping) else {}
+        for label, key in ((f"{k} input:  ", "input"), (" " * len(str(k)) + " output: ", "output")):
+            line = printable(INDENT + label + _json(entry.get(key)))
+            out.append(line if len(line) <= max(20, width) else line[:max(20, width) - 1] + "…")
     return out
 
 

@@ -126,6 +126,7 @@ def run_view(store: Any, plugins: Any, run_id: str, records: list[dict] | None =
     ``records`` None: a run too large to read at once for a page, so no slice panels, and the
     missing cases' reasons counted in one streaming pass (``whole`` False), or not at all when
     ``read`` is False (a page served before that pass)."""
+    from oloproof_core.outputs.report import unit_lines  # Clusters:, First failing turn:, Unstable: as printed
     from oloproof_core.results.view import run_view as run_document
 
     header, summary = store.get_run(run_id)
@@ -139,7 +140,8 @@ def run_view(store: Any, plugins: Any, run_id: str, records: list[dict] | None =
             continue
     confidence = header.get("confidence_level", 0.95)
     return {"header": header, "summary": summary, "document": document, "confidence": confidence,
-            "metrics": metric_rows(document),
+            "metrics": metric_rows(document), "units": [line for line in unit_lines(
+                summary, header.get("design"), confidence) if line],
             "slices": slice_rows(header, rows, metrics, confidence,
                                  {name: m.get("metric") for name, m in summary["metrics"].items()}),
             "whole": records is not None,
@@ -152,7 +154,7 @@ def cases_view(records: list[dict], criteria: list[str], per_page: int = PER_PAG
     """The first page of records already read, unfiltered (the HTML export: every case of a run)."""
     shown = records[:per_page]
     return {"total": len(records), "matching": len(records), "page": 1, "pages": max(1, -(-len(records) // per_page)),
-            "filters": {"criterion": "", "status": "", "q": "", "sort": "", "desc": ""},
+            "filters": {"criterion": "", "status": "", "q": "", "sort": "", "desc": "", "conversation": ""},
             "rows": case_rows(shown, criteria)}
 
 
@@ -166,9 +168,18 @@ def case_rows(records: list[dict], criteria: list[str]) -> list[dict]:
 
 def cases_page(store: Any, run_id: str, criteria: list[str], page: int = 1, criterion: str | None = None,
                status: str | None = None, query: str | None = None, sort: str | None = None, desc: bool = False,
-               per_page: int = PER_PAGE) -> dict:
+               per_page: int = PER_PAGE, conversation: str | None = None) -> dict:
     """One page of a run's cases table from the store (``query_cases``: an index where the store
-    has one, a scan where it has not), never the whole run in memory."""
+    has one, a scan where it has not), never the whole run in memory; with ``conversation``, that
+    conversation's turns (outputs/conversation.py)."""
+    filters = {"criterion": criterion or "", "status": status or "", "q": query or "", "sort": sort or "",
+               "desc": "1" if desc else "", "conversation": conversation or ""}
+    if conversation:
+        from oloproof_core.outputs.conversation import conversation_cases
+
+        found = conversation_cases(store, run_id, criteria, conversation, criterion, status, query, sort, desc)
+        rows = case_rows(found.pop("records"), criteria)
+        return {**found, "filters": filters, "rows": rows}
     ask = {"search": query or None, "criterion": criterion if status else None, "status": status, "sort": sort,
            "desc": desc, "limit": per_page}
     page = max(1, page)
@@ -179,9 +190,7 @@ def cases_page(store: Any, run_id: str, criteria: list[str], page: int = 1, crit
         found = query_cases(store, run_id, offset=(page - 1) * per_page, **ask)
     total = store.get_run(run_id)[0].get("cases")
     return {"total": found["matching"] if total is None else total, "matching": found["matching"], "page": page,
-            "pages": pages, "filters": {"criterion": criterion or "", "status": status or "", "q": query or "",
-                                        "sort": sort or "", "desc": "1" if desc else ""},
-            "rows": case_rows(found["records"], criteria)}
+            "pages": pages, "filters": filters, "rows": case_rows(found["records"], criteria)}
 
 
 def _relevance(case: dict) -> list[dict]:
@@ -212,6 +221,27 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
               else next((r for r in store.run_cases(run_id) if r["id"] == case_id), None))
     if record is None:
         raise ConfigError(f"run {run_id} has no case {case_id!r}", fix="pick a case from the run's page")
+    diagnoses = []
+    for object_id, diagnosis in store.list_objects("diagnosis"):
+        if diagnosis.get("run") != run_id:
+            continue
+        for entry in diagnosis.get("cases", []):
+            if entry.get("id") == case_id:
+                diagnoses.append({"id": object_id, "label": entry.get("label"), "reason": entry.get("reason"),
+                                  "evidence": entry.get("evidence"),
+                                  "intervention": diagnosis.get("label") or diagnosis.get("intervention"),
+                                  "children": diagnosis.get("children", [])})
+    trials = [{"trial": n, "output": t.get("output"), "missing": t.get("missing"),
+               "judgments": t.get("judgments") or {}} for n, t in enumerate(record.get("trials") or [], 1)]
+    return {"run": header, "record": record, "case": record.get("case") or {}, "judgments": record.get("judgments", {}),
+            "trials": trials, **evidence(header, record), "diagnoses": diagnoses,
+            "conversation": transcript(store, header, run_id, record)}
+
+
+def evidence(header: dict, record: dict) -> dict:
+    """What one case record shows of its retrieval, context and citations: each candidate's rank,
+    score, relevance at the run's unit and fate in the context; the context's tokens; each
+    citation in the context or not; the other artifacts."""
     case = record.get("case") or {}
     labels = _relevance(case)
     judgments = record.get("judgments") or {}
@@ -238,25 +268,37 @@ def case_view(store: Any, records: Records, run_id: str, case_id: str) -> dict:
                            "chunk_id": passage.get("chunk_id"), "text": passage.get("text"),
                            "relevant": _relevant_mark(passage, labels, unit), "fate": fate})
     in_context = context_names(context or {})  # as the citation_validity evaluator reads them
-    citations = [{"id": c, "valid": c in in_context} for c in (cited or {}).get("ids", [])]
-    used = sum(i.get("tokens") or 0 for i in (context or {}).get("items", []))
-    diagnoses = []
-    for object_id, diagnosis in store.list_objects("diagnosis"):
-        if diagnosis.get("run") != run_id:
-            continue
-        for entry in diagnosis.get("cases", []):
-            if entry.get("id") == case_id:
-                diagnoses.append({"id": object_id, "label": entry.get("label"), "reason": entry.get("reason"),
-                                  "evidence": entry.get("evidence"),
-                                  "intervention": diagnosis.get("label") or diagnosis.get("intervention"),
-                                  "children": diagnosis.get("children", [])})
-    trials = [{"trial": n, "output": t.get("output"), "missing": t.get("missing"),
-               "judgments": t.get("judgments") or {}} for n, t in enumerate(record.get("trials") or [], 1)]
-    return {"run": header, "record": record, "case": case, "judgments": record.get("judgments", {}), "trials": trials,
-            "relevance_unit": unit, "retrieval": retrieval, "candidates": candidates, "context": context,
-            "tokens_used": used, "citations": citations,
-            "labels": labels, "judged_by": judged_by, "diagnoses": diagnoses, "other_artifacts": {
+    return {"relevance_unit": unit, "retrieval": retrieval, "candidates": candidates, "context": context,
+            "tokens_used": sum(i.get("tokens") or 0 for i in (context or {}).get("items", [])),
+            "citations": [{"id": c, "valid": c in in_context} for c in (cited or {}).get("ids", [])],
+            "labels": labels, "judged_by": judged_by, "other_artifacts": {
                 k: v for k, v in artifacts.items() if k not in ("retrieval/v1", "context/v1", "citations/v1")}}
+
+
+def transcript(store: Any, header: dict, run_id: str, record: dict) -> dict | None:
+    """A turn case's whole conversation in the run: each turn's input, output (or why it has none),
+    judgments, retrieval table and the query it searched for (``query_rewrite/v1``, else the
+    retrieval's), the current turn marked; and the conversation's verdicts of the conversation
+    criteria. None for a plain case or a conversation of one turn."""
+    from oloproof_core.outputs.conversation import conversation_verdicts, turn_of, turn_records
+
+    at = turn_of(record)
+    if at is None:
+        return None
+    records = turn_records(store, run_id, at[0], known=record)
+    verdicts = conversation_verdicts(header, records)
+    whole = {v["criterion"] for v in verdicts}  # shown once, for the conversation, not under a turn
+    turns = []
+    for r in records:
+        shown = evidence(header, r)
+        rewrite = ((r.get("artifacts") or {}).get("query_rewrite/v1") or [None])[-1]
+        query = rewrite.get("query") if isinstance(rewrite, dict) else (shown["retrieval"] or {}).get("query")
+        turns.append({"id": r["id"], "turn": turn_of(r)[1], "current": turn_of(r) == at,
+                      "input": (r.get("case") or {}).get("input"), "output": r.get("output"),
+                      "missing": r.get("missing"), "query": query, "candidates": shown["candidates"],
+                      "judgments": {c: j for c, j in (r.get("judgments") or {}).items() if c not in whole},
+                      "labels": shown["labels"]})
+    return {"id": at[0], "turn": at[1], "turns": turns, "verdicts": verdicts} if len(turns) > 1 else None
 
 
 def paired_differences(candidate: list[dict], baseline: list[dict], policy: dict) -> list[dict]:

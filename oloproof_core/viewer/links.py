@@ -21,6 +21,10 @@ class ServedLinks:
     def object(self, object_id: str) -> str:
         return f"/objects/{quote(object_id, safe='')}"
 
+    def conversation(self, run_id: str, conversation: str) -> str:
+        """The run's cases table narrowed to one conversation's turns."""
+        return f"{self.run(run_id)}?{urlencode({'conversation': conversation})}"
+
     def page(self, cases: dict, page: int) -> str:
         query = {k: v for k, v in cases["filters"].items() if v}
         return "?" + urlencode({**query, "page": page})
@@ -55,6 +59,9 @@ class ExportLinks:
 
     def object(self, object_id: str) -> str | None:
         return None
+
+    def conversation(self, run_id: str, conversation: str) -> None:
+        return None  # the file's cases table is not filtered: each turn is an anchor of its own
 
     def page(self, cases: dict, page: int) -> str:
         return "#"

@@ -103,7 +103,7 @@ class Pages:
         sort = query.get("sort") if query.get("sort") in ("case", *view["criteria"]) else None
         q = (query.get("q") or "").strip()
         cases = views.cases_page(self.store, run_id, view["criteria"], page, criterion, status, q, sort=sort,
-                                 desc=bool(query.get("desc")))
+                                 desc=bool(query.get("desc")), conversation=(query.get("conversation") or "").strip())
         return self.render("run.html", links, view=view, cases=cases)
 
     def run_page(self, run_id: str) -> dict:
@@ -178,6 +178,22 @@ class Pages:
         return self.render("object.html", links, o=views.object_view(self.store, self.records, object_id))
 
 
+class ReadRun:
+    """A store whose case lookups in one run are answered from that run's records, read once by
+    the export (a conversation's turn looks up its other turns); the rest is the store's."""
+
+    def __init__(self, store: Any, run_id: str, records: list[dict]):
+        self.store, self.run_id, self.by_id = store, run_id, {r["id"]: r for r in records}
+
+    def run_case(self, run_id: str, case_id: str) -> dict | None:
+        if run_id == self.run_id:
+            return self.by_id.get(case_id)
+        return next((r for r in self.store.run_cases(run_id) if r["id"] == case_id), None)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
 def export_html(store: Any, plugins: Any, target: str) -> str:
     """One self-contained HTML file for a run (its page, every case's page after it), or for a
     stored comparison or diagnosis (``sha256:...``)."""
@@ -191,7 +207,8 @@ def export_html(store: Any, plugins: Any, target: str) -> str:
         view = {**pages.whole_view(run_id, records),
                 "children": [h for h in store.list_runs() if h.get("parent") == run_id]}
         cases = views.cases_view(records, view["criteria"], per_page=max(1, len(records)))
-        bodies = [views.case_view(store, pages.records, run_id, r["id"]) for r in records]
+        read = ReadRun(store, run_id, records)  # each case's page, its transcript too, from the records read
+        bodies = [views.case_view(read, pages.records, run_id, r["id"]) for r in records]
         html = pages.env.get_template("run.html").render(links=ExportLinks({run_id}), exported=True, view=view,
                                                          cases=cases, exported_cases=bodies)
     meta = f'<meta http-equiv="Content-Security-Policy" content="{META_CSP}">'
