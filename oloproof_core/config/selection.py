@@ -10,6 +10,7 @@ from typing import Any
 
 from attrs import evolve, field, frozen
 
+from oloproof_core.config.turns import conversation_of, is_turn
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.records import Case, as_tuple  # a Python converter: attrs inspects a builtin one slowly
 
@@ -88,21 +89,41 @@ def select(cases: Sequence[Case], selection: Selection) -> tuple[Sequence[Case],
                 f"ids look like {', '.join(seen[:3])}")
         raise ConfigError(f"{' '.join(selection.filters)} matches none of the {len(cases)} cases", where="--filter",
                           fix=f"check the field and the pattern ({hint}); globs are case-sensitive")
+    # a suite of conversations is sampled and limited by whole conversations (docs/conversations.md)
+    units = conversations(chosen)
+    what = "conversations" if units is not None else "cases"
+    if units is None:
+        units = [[c] for c in chosen]
     if selection.sample is not None:
-        if selection.sample > len(chosen):
+        if selection.sample > len(units):
             after = " that pass --filter" if selection.filters else ""
-            raise ConfigError(f"{selection.sample} is more than the {len(chosen)} cases{after}",
-                              where="--sample", fix=f"pass --sample {len(chosen)} or fewer, or leave it out")
+            raise ConfigError(f"{selection.sample} is more than the {len(units)} {what}{after}",
+                              where="--sample", fix=f"pass --sample {len(units)} or fewer, or leave it out")
         import random
 
-        keep = set(random.Random(selection.seed or 0).sample(range(len(chosen)), selection.sample))
-        chosen = [c for i, c in enumerate(chosen) if i in keep]  # the suite's order
+        keep = set(random.Random(selection.seed or 0).sample(range(len(units)), selection.sample))
+        units = [u for i, u in enumerate(units) if i in keep]  # the suite's order
     if selection.limit is not None:
-        chosen = chosen[:selection.limit]
+        units = units[:selection.limit]
+    chosen = [c for unit in units for c in unit]
     record = {"flags": selection.flags(), "filters": list(selection.filters), "sample": selection.sample,
               "seed": (selection.seed or 0) if selection.sample is not None else None, "limit": selection.limit,
               "selected": len(chosen), "of": len(cases)}
     return tuple(chosen), record
+
+
+def conversations(cases: Sequence[Case]) -> list[list[Case]] | None:
+    """``cases`` as their conversations (the turns of one are consecutive; a plain case is one of
+    its own), or None when none of them is a turn."""
+    if not any(is_turn(c) for c in cases):
+        return None
+    units: list[list[Case]] = []
+    for case in cases:
+        if is_turn(case) and units and is_turn(units[-1][0]) and conversation_of(units[-1][0]) == conversation_of(case):
+            units[-1].append(case)
+        else:
+            units.append([case])
+    return units
 
 
 def select_suite(suite: Any, selection: Selection | None) -> tuple[Any, dict | None]:

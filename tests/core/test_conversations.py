@@ -154,6 +154,21 @@ def test_a_conversation_runs_turn_by_turn_with_its_history(chat: Project) -> Non
     assert summary["metrics"]["answer_correct"]["observed"] == 2  # clusters: plain and refund (broken is missing)
 
 
+def test_sample_and_limit_take_whole_conversations(chat: Project) -> None:
+    result = chat.run("run", "--limit", "2")
+    assert result.code == 0, result
+    _, _, rows = records(chat.root)
+    assert [r["id"] for r in rows] == ["plain", "refund#1", "refund#2", "refund#3"]
+    result = chat.run("run", "--sample", "1", "--seed", "3")
+    assert result.code == 0, result
+    _, _, rows = records(chat.root)
+    ids = [r["id"] for r in rows]
+    assert ids in (["plain"], ["refund#1", "refund#2", "refund#3"], ["broken#1", "broken#2"])
+    assert not any(r.get("missing", "").startswith("earlier_turn_missing") for r in rows if r["id"] != "broken#2")
+    result = chat.run("run", "--sample", "4")
+    assert result.code == 2 and "4 is more than the 3 conversations" in result.err, result
+
+
 def test_each_trial_keeps_its_own_history(chat: Project) -> None:
     result = chat.run("run", "--trials", "2")
     assert result.code == 0, result
