@@ -23,7 +23,7 @@ from oloproof_core.decisions.gate import Policy, Rule, gate, load_policy, policy
 from oloproof_core.decisions.threshold import decide_on_run
 from oloproof_core.decisions.planning import plan
 from oloproof_core.model.identity import digest
-from oloproof_core.model.records import Judgment
+from oloproof_core.model.records import LAST_TURN, Judgment
 
 COMPARE_KINDS = ("non-inferiority", "superiority", "floor")
 # Which rule fields each compare kind reads; any other field set on a rule is a mistake.
@@ -96,6 +96,8 @@ class Pairing:
         if x is None or y is None:
             self.missing[("not_judged", "candidate run" if x is None else "baseline run")] += 1
             self._cluster(candidate, None, None)
+        elif x.get("reason") == LAST_TURN and y.get("reason") == LAST_TURN:
+            return  # a conversation criterion on a turn it does not judge, by design: not an exclusion
         elif "excluded" in (x["status"], y["status"]):
             self.excluded[_side(x, y, "excluded")[0]] += 1
         elif "missing" in (x["status"], y["status"]):

@@ -11,7 +11,7 @@ import attrs
 
 from oloproof_core.config.turns import conversation_of, is_turn, turn_id, turn_of
 from oloproof_core.model.errors import ConfigError
-from oloproof_core.model.records import Case, Execution, Judgment
+from oloproof_core.model.records import LAST_TURN, Case, Execution, Judgment
 
 CLUSTER = "metadata.conversation"  # the unit of a suite with conversations, always
 
@@ -71,7 +71,6 @@ def execute_waves(run: Any, items: Sequence[Case]) -> tuple[list[Case], list[Exe
     return cases, done, False
 
 
-LAST_TURN = "judged_on_last_turn"  # a conversation criterion's reason on every turn but the last
 
 
 def judge_conversations(derived: Mapping[str, str], part: list[tuple]) -> list[tuple]:

@@ -7,11 +7,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from oloproof_core.engine.conversations import LAST_TURN, last_turns
+from oloproof_core.engine.conversations import last_turns
 from oloproof_core.engine.suite import Suite
 from oloproof_core.model.errors import EvaluationError
 from oloproof_core.model.identity import digest
-from oloproof_core.model.records import Case, Execution, Judgment
+from oloproof_core.model.records import LAST_TURN, Case, Execution, Judgment
 from oloproof_core.model.untrusted import NotStorable, clean_text, storable
 from oloproof_core.storage.cache_writer import DELAY, CacheWriter
 

@@ -88,6 +88,11 @@ class Execution:
 Status = Literal["pass", "fail", "score", "excluded", "missing"]
 
 
+# the reason a conversation criterion gives on every turn but the one it judges (docs/conversations.md):
+# excluded by design, never listed among a criterion's exclusions
+LAST_TURN = "judged_on_last_turn"
+
+
 @frozen(kw_only=True)
 class Judgment:
     """One evaluator's verdict on one case.

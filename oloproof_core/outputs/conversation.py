@@ -13,7 +13,7 @@ from typing import Any
 
 from oloproof_core.storage.query import checked_query, matches, sort_key
 
-ON_LAST_TURN = "judged_on_last_turn"  # a conversation criterion's reason on every turn but the one judged
+from oloproof_core.model.records import LAST_TURN as ON_LAST_TURN
 MOST_TURNS = 1000  # a transcript stops here: a page is for reading, and ids are looked up one by one
 
 

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from oloproof_core.model.records import LAST_TURN
 from oloproof_core.statistics.display import cells_like, fixed
 from oloproof_core.statistics.display import pct, table, usage_line
 
@@ -132,7 +133,7 @@ def _reason_lines(outcome: Any, status: str, line: str) -> list[str]:
     lines = []
     for criterion in outcome.summaries:
         reasons = outcome.tally.reasons[criterion][status].copy()
-        reasons.pop("judged_on_last_turn", None)  # a conversation's criterion, by design (conversations.py)
+        reasons.pop(LAST_TURN, None)  # a conversation's criterion, by design (conversations.py)
         if reasons:
             shown = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common(3))
             more = f"; {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""

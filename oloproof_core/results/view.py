@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from oloproof_core.model.records import LAST_TURN
+
 VERSION = 1
 RUN_FORMAT = "oloproof.run"
 COMPARISON_FORMAT = "oloproof.comparison"
@@ -199,7 +201,7 @@ def case_criteria(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, s
         metadata = (record.get("case") or {}).get("metadata") or {}
         conversation = metadata.get("conversation") if isinstance(metadata.get("turn"), int) else None
         for criterion, judgment in record["judgments"].items():
-            if conversation is None or judgment.get("reason") != "judged_on_last_turn":
+            if conversation is None or judgment.get("reason") != LAST_TURN:
                 yield record["id"], criterion, judgment, record.get("missing"), conversation
 
 

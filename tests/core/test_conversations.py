@@ -513,3 +513,16 @@ def test_a_policy_gates_on_a_conversation_criterion(chat: Project) -> None:
     # 1 of 2 observed conversations passed every turn: the exact interval [1.3%, 98.7%] is below 0.99
     assert result.code == 1, result
     assert "answer_correct (all turns)" in result.out and "FAIL" in result.out
+
+
+def test_compare_pairs_conversations_and_lists_no_turn_it_does_not_judge(chat: Project) -> None:
+    assert chat.run("run").code == 0
+    chat.write("app.py", CHAT.replace('f"{q} [t{current_case().trial}] after: {said}"', '"changed"'))
+    assert chat.run("run").code == 0
+    chat.write("compare.yaml", "version: 1\nrules:\n"
+               "  - {id: whole, kind: non-inferiority, metric: 'answer_correct (all turns)', margin: 50.0}\n")
+    result = chat.run("compare", "latest", "previous")
+    assert "Pairs: cluster means by metadata.conversation" in result.out, result
+    row = next(line for line in result.out.splitlines() if line.startswith("answer_correct (all turns):"))
+    assert "· 0 excluded" in row and "judged_on_last_turn" not in result.out, result.out
+    assert "refund#2  broken: answer_correct" in result.out, result.out
