@@ -64,6 +64,7 @@ _WHERE = {
     "rag_system": ("oloproof_core.engine.recording", "rag_system"),
     "source_fingerprint": ("oloproof_core.engine.recording", "source_fingerprint"),
     "system": ("oloproof_core.engine.recording", "system"),
+    "takes_keyword": ("oloproof_core.engine.recording", "takes_keyword"),
     "project_fingerprint": ("oloproof_core.engine.fingerprint", "project_fingerprint"),
     "reach_fingerprint": ("oloproof_core.engine.fingerprint", "reach_fingerprint"),
     "short_fingerprint": ("oloproof_core.engine.fingerprint", "short"),
@@ -152,6 +153,7 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "takes_keyword",
     "PAGE",
     "STATUS_RANK",
     "case_cells",

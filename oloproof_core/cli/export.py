@@ -60,6 +60,8 @@ def export(run_id: str, html_file: str | None, config: str | None, store_spec: s
             line = {"id": record["id"], "input": case["input"], "expected": case["expected"],
                     "metadata": case["metadata"], "output": record.get("output"),
                     "artifacts": record.get("artifacts", {}), "judgments": record["judgments"]}
+            if case.get("history"):  # a conversation's later turn: the earlier turns it was given
+                line["history"] = case["history"]
             if "missing" in record:
                 line["missing"] = record["missing"]
             if "escaped" in record:  # where a lone surrogate from outside was escaped

@@ -18,9 +18,11 @@ from oloproof_core.config.files import (
     read_lines, read_text, walk,
 )
 from oloproof_core.model.records import Case
+from oloproof_core.config.turns import check_turn_ids, conversation_cases
 
 FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 KEYS = ("id", "input", "expected", "metadata")
+RECORD_KEYS = (*KEYS, "turns")  # a conversation's record (turns.py): not a CSV column
 SOURCE_KEYS = {"path": ("path", "format"), "hf": ("hf", "split", "revision")}
 EXAMPLE = '{"id": "c001", "input": {...}}'
 MISSING_FIX = "create it, or point `cases:` in oloproof.yaml at the right file"
@@ -75,6 +77,13 @@ def make_case(obj: dict, where: str, at: str) -> Case:
                 metadata={} if metadata is None else metadata, source=where if at == "$" else f"{where}: {at}")
 
 
+def make_cases(obj: dict, where: str, at: str, turn_where: Callable[[int], str] | None = None) -> list[Case]:
+    """A checked record as its cases: one, or a conversation's turn cases (turns.py)."""
+    if "turns" in obj:
+        return conversation_cases(obj, where, at, turn_where)
+    return [make_case(obj, where, at)]
+
+
 def _check_fields(obj: dict, where: str, at: str) -> None:
     if "input" not in obj:
         raise ConfigError(f"{at}.input: missing input", where=where,
@@ -97,8 +106,9 @@ def _jsonl(path: Path) -> Sequence[Case]:
         large = False  # read_jsonl says what is wrong with it
     if large:
         return CaseStream(path)
-    return [make_case(obj, where, "$")
-            for where, obj in read_jsonl(path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX)]
+    return check_turn_ids([case for where, obj in read_jsonl(path, what="case", keys=RECORD_KEYS, example=EXAMPLE,
+                                                             missing_fix=MISSING_FIX)
+                           for case in make_cases(obj, where, "$")])
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -126,11 +136,12 @@ class CaseStream(Sequence[Case]):
         """Read the whole file once, checking every line (as a small file is when read), and hand
         each case to ``visit`` (the evaluators' checks of what they can read)."""
         stamp, count = _stamp(self.path), 0
-        for where, obj in read_jsonl(self.path, what="case", keys=KEYS, example=EXAMPLE, missing_fix=MISSING_FIX):
-            count += 1
-            case = make_case(obj, where, "$")  # every case, a bad field found before anything runs
-            if visit is not None:
-                visit(case)
+        for where, obj in read_jsonl(self.path, what="case", keys=RECORD_KEYS, example=EXAMPLE,
+                                     missing_fix=MISSING_FIX):
+            for case in make_cases(obj, where, "$"):  # every case, a bad field found before anything runs
+                count += 1
+                if visit is not None:
+                    visit(case)
         self.stamp, self.count = stamp, count
         self.unchanged()
 
@@ -163,14 +174,16 @@ class CaseStream(Sequence[Case]):
             if not line.strip():  # a blank line, as read_jsonl skips it
                 continue
             obj = parse_plain(line)
-            count += 1
-            if type(obj) is not dict or type(obj.get("id")) is not str or count > expected:
+            if type(obj) is not dict or type(obj.get("id")) is not str:
                 self._changed()
             try:
-                case = make_case(obj, f"{name}:{number}", "$")
+                cases = make_cases(obj, f"{name}:{number}", "$")
             except ConfigError:
                 self._changed()
-            yield case
+            count += len(cases)
+            if count > expected:
+                self._changed()
+            yield from cases
         self.unchanged()
 
     def __getitem__(self, i: Any) -> Any:
@@ -183,12 +196,12 @@ def _records(items: Iterable[tuple[str, str, str, Any]], path_name: str) -> list
     """(where, JSON path, how a duplicate names it, object) -> Cases; none at all is an error."""
     first = SeenIds(exact=math.inf)  # read whole: where each id was first is kept
     cases = []
-    for where, at, here, obj in items:
-        check_record(obj, where, at, first, here, what="case", keys=KEYS, example=EXAMPLE)
-        cases.append(make_case(obj, where, at))
+    for where, at, here, obj, *turn_where in items:
+        check_record(obj, where, at, first, here, what="case", keys=RECORD_KEYS, example=EXAMPLE)
+        cases.extend(make_cases(obj, where, at, *turn_where))
     if not cases:
         raise ConfigError("the case file has no cases", where=path_name, fix=f"add at least one case: {EXAMPLE}")
-    return cases
+    return check_turn_ids(cases)
 
 
 def _read(path: Path) -> str:
@@ -214,9 +227,17 @@ def _yaml(path: Path) -> list[Case]:
             line = doc.tree.lc.item(i)[0] + 1
             where = f"{path.name}:{line}"
             _check_plain(obj, "$", where)
-            yield where, "$", f"on line {line}", obj
+            yield where, "$", f"on line {line}", obj, _turn_lines(doc.tree[i], path.name)
 
     return _records(items(), path.name)
+
+
+def _turn_lines(node: Any, name: str) -> Callable[[int], str] | None:
+    """Where the k-th turn of a YAML conversation is: ``cases.yaml:LINE`` of its item."""
+    turns = node.get("turns") if hasattr(node, "get") else None
+    if not hasattr(turns, "lc"):
+        return None
+    return lambda k: f"{name}:{turns.lc.item(k)[0] + 1}" if k < len(turns) else name
 
 
 def _check_plain(value: Any, at: str, where: str) -> None:

@@ -41,10 +41,14 @@ def reuses_executions(suite: Suite, use_cache: bool = True) -> bool:
 def execution_key(identity: str, case: Case) -> str:
     """The execution cache key of a case: the digest of the system's identity, the case's input, and
     the trial when it is not the first (so a run without trials keeps its keys, and each trial is
-    cached apart)."""
+    cached apart); a conversation's later turn adds the history it was given (a changed earlier
+    turn, or output, misses every later turn)."""
+    parts = [digest(case.input)]
     if case.trial:
-        return combine(identity, digest(case.input), digest({"trial": case.trial}))
-    return combine(identity, digest(case.input))
+        parts.append(digest({"trial": case.trial}))
+    if case.history:
+        parts.append(digest({"history": [dict(entry) for entry in case.history]}))
+    return combine(identity, *parts)
 
 
 class Executions:

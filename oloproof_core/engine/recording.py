@@ -136,6 +136,12 @@ class Recorder:
         """Which of the run's ``trials:`` executions of the case this is: 0, 1, ... (0 without trials)."""
         return self.case.trial
 
+    @property
+    def history(self) -> list[dict]:
+        """A conversation's earlier turns of this run, each ``{"input": ..., "output": ...}``, in
+        order ([] for a first turn or a case that is not a conversation's; docs/conversations.md)."""
+        return [dict(entry) for entry in self.case.history]
+
     def record(self, artifact_type: str, value: Any, *, source: str | None = None) -> None:
         """Record ``value`` as an artifact of ``artifact_type`` (validated when the case ends).
 
@@ -157,6 +163,16 @@ class Recorder:
     def citations(self, ids: Iterable[str]) -> None:
         """Record the ids the answer cites (``citations/v1``)."""
         self.record("citations/v1", ids)
+
+
+def takes_keyword(fn: Callable, name: str) -> bool:
+    """Whether ``fn`` declares a parameter ``name`` a keyword can pass: a system's function or
+    stage is given a conversation's ``history`` only when it names it (``**kwargs`` is not asking)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: called as before
+        return False
+    return any(p.name == name and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters)
 
 
 def current_case() -> Recorder:

@@ -17,6 +17,7 @@ import attrs
 from attrs import field, frozen
 
 from oloproof_core.model.errors import ExitCode
+from oloproof_core.engine.conversations import execute_waves, whole_batches
 from oloproof_core.engine.execution import Executions
 from oloproof_core.engine.judging import judge_suite
 from oloproof_core.decisions.gate import Decision, decide_policy, gate, policy_data
@@ -41,7 +42,7 @@ class CaseResult:
     execution: Execution | None  # None: the run was interrupted before this case finished
     judgments: dict  # criterion -> Judgment
     slices: dict = field(factory=dict)  # slice name -> group (None: not in any group)
-    trials: list = field(factory=list)  # (execution, judgments) of every trial, with `trials:` above 1
+    trials: list = field(factory=list)  # (execution, judgments, case) of every trial, with `trials:` above 1
     cluster: str | None = None  # the case's cluster, with `cluster:`
 
 
@@ -80,21 +81,24 @@ def batches(cases: Iterable[Case], size: int) -> Iterator[list[Case]]:
         yield batch
 
 
-def with_trials(suite: Suite, cases: Sequence[Case], executions: list, judgments: list[dict]) -> Iterator[tuple]:
-    """Each case of a batch with its first trial's execution, its judgments over its trials (with
-    pass^k of each pass/fail criterion) and every trial's (execution, judgments)."""
+def with_trials(suite: Suite, items: Sequence[Case], executions: list, judgments: list[dict]) -> Iterator[tuple]:
+    """Each case of a batch (``items``: its cases, each repeated for its trials) with its first
+    trial's execution, its judgments over its trials (with pass^k of each pass/fail criterion) and
+    every trial's (case, execution, judgments): a conversation's turn keeps each trial's history."""
     count = suite.design.trials
     if count == 1:
-        yield from ((case, e, j, []) for case, e, j in zip(cases, executions, judgments))
+        yield from ((case, e, j, []) for case, e, j in zip(items, executions, judgments))
         return
-    for i, case in enumerate(cases):
-        runs = list(zip(executions[i * count:(i + 1) * count], judgments[i * count:(i + 1) * count]))
+    for i in range(len(items) // count):
+        case = items[i * count]
+        runs = list(zip(executions[i * count:(i + 1) * count], judgments[i * count:(i + 1) * count],
+                        items[i * count:(i + 1) * count]))
         combined: dict = {}
         for criterion, metric in suite.metrics.items():
             if criterion in runs[0][1]:
-                combined[criterion] = combine_trials([j[criterion] for _, j in runs])
+                combined[criterion] = combine_trials([j[criterion] for _, j, _ in runs])
                 if getattr(metric, "pass_fail", False):
-                    combined[pass_all_name(criterion)] = pass_all([j[criterion] for _, j in runs])
+                    combined[pass_all_name(criterion)] = pass_all([j[criterion] for _, j, _ in runs])
         yield case, runs[0][0], combined, runs
 
 
@@ -110,18 +114,18 @@ def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_c
     caches.setdefault("judgment", [0, 0])
     judged = CacheWriter(store, "judgment")  # one for the whole run: it commits while the next batch runs
     try:
-        for batch in batches(suite.cases, BATCH):
+        for batch in whole_batches(suite.cases, BATCH):  # a conversation's turns in one batch
             items = batch if count == 1 else [attrs.evolve(c, trial=t) for c in batch for t in range(count)]
             done: list = [None] * len(items)
             if not interrupted:
-                try:
-                    done, interrupted = executions.batch(items)
+                try:  # in waves, a turn after its conversation's earlier turns (conversations.py)
+                    items, done, interrupted = execute_waves(executions.batch, items)
                 except KeyboardInterrupt:  # between the executor's own handling: the batch is not run
                     interrupted = True
             judgments, figures, stopped = judge_suite(list(zip(items, done)), suite, store, use_cache, progress, judged)
             interrupted = interrupted or stopped
             merge_figures(caches, figures)
-            finished(list(with_trials(suite, batch, done, judgments)))
+            finished(list(with_trials(suite, items, done, judgments)))
     finally:
         try:
             executions.close()
@@ -198,7 +202,9 @@ def case_record(result: CaseResult, criteria: Iterable[str], trials: bool) -> di
         record["cluster"] = result.cluster
     if trials:  # every trial's execution and judgments; the top level is the first trial's
         record["trials"] = [{**(e or Execution(missing="interrupted")).to_data(),
-                             "judgments": {k: j.to_data() for k, j in js.items()}} for e, js in result.trials]
+                             "judgments": {k: j.to_data() for k, j in js.items()},
+                             **({"history": [dict(h) for h in c.history]} if c.history else {})}
+                            for e, js, c in result.trials]
     return record
 
 

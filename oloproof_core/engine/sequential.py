@@ -147,6 +147,9 @@ def plan(suite: Any, until_decided: bool, seed: int | None, batch: int | None) -
                               fix="add --until-decided" + (" or --sample N" if batch is None else "")
                               + ", or leave them out")
         return None
+    if suite.design.cluster == "metadata.conversation":  # conversations.py: the conversation is the unit
+        raise ConfigError("a sequential run looks at cases one by one, and this suite's cases hold conversations",
+                          fix="run without --until-decided (and sequential.until_decided)")
     if not suite.design.plain:
         raise ConfigError("a sequential run looks at cases one by one, and this suite sets trials or cluster",
                           fix="run without --until-decided (and sequential.until_decided), or without trials "

@@ -13,6 +13,8 @@ from attrs import field, frozen, has
 from attrs import fields as attrs_fields
 
 from oloproof_core.config.cases import CaseStream, load_cases
+from oloproof_core.config.turns import is_turn
+from oloproof_core.engine.conversations import CLUSTER
 from oloproof_core.config.documents import Document, yaml_path
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.identity import canonical, digest
@@ -149,13 +151,17 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     # a case an evaluator cannot read stops here, before anything runs (one pass over the cases)
     excluders = [x for x in (getattr(spec.evaluator, "exclude", None) for spec in evaluators) if x is not None]
 
+    turns = []  # a conversation's turn seen (conversations.py): the suite is clustered by conversation
+
     def readable(case: Case) -> None:
         for exclude in excluders:
             exclude(case)
+        if not turns and is_turn(case):
+            turns.append(case)
 
     if isinstance(cases, CaseStream):
-        cases.check(readable if excluders else None)  # the file's own check, in the same pass
-    elif excluders:
+        cases.check(readable)  # the file's own check, in the same pass
+    else:
         for case in cases:
             readable(case)
 
@@ -175,7 +181,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         if only is not None:
             slice_criteria[slice_.name] = only
 
-    design = load_design(doc, skeleton, cases, trials)
+    design = load_design(doc, skeleton, cases, trials, conversations=bool(turns))
     if design.trials > 1:  # pass^k of every pass/fail criterion, a criterion a policy may gate on
         for criterion, metric in list(metrics.items()):
             if getattr(metric, "pass_fail", False):
@@ -290,10 +296,12 @@ def slice_spec(doc: Document, spec: Any, i: int, criteria: dict) -> tuple[str, t
     return name, tuple(dict.fromkeys(only))
 
 
-def load_design(doc: Document, skeleton: Skeleton, cases: tuple[Case, ...], trials: int | None) -> Design:
+def load_design(doc: Document, skeleton: Skeleton, cases: tuple[Case, ...], trials: int | None,
+                conversations: bool = False) -> Design:
     """``trials:`` (or ``--trials``), ``cluster:``, ``max_cluster_size:`` and ``cluster_estimand:``,
     checked. The estimand is the case-weighted mean when the suite declares ``max_cluster_size``,
-    else the mean of cluster means (as runs made before it was recorded)."""
+    else the mean of cluster means (as runs made before it was recorded). With ``conversations``
+    the cluster is the conversation, and the estimand by default case-weighted (each turn once)."""
     count = skeleton.trials if trials is None else trials
     if count < 1:
         where = doc.where(("trials",)) if trials is None else "--trials"
@@ -303,7 +311,12 @@ def load_design(doc: Document, skeleton: Skeleton, cases: tuple[Case, ...], tria
         raise ConfigError(f"max_cluster_size must be at least 1, got {skeleton.max_cluster_size}",
                           where=doc.where(("max_cluster_size",)), fix="write max_cluster_size: 10")
     path = skeleton.cluster
-    if path is not None:
+    if conversations and path is not None:
+        raise ConfigError(f"the cases hold conversations, which are the clusters, so cluster: {path} cannot be",
+                          where=doc.where(("cluster",)), fix="remove cluster: (every turn of a conversation is one unit)")
+    if conversations:
+        path = CLUSTER
+    elif path is not None:
         if not path or not all(path.split(".")):
             raise ConfigError(f"cluster must be a case field path, got {path!r}", where=doc.where(("cluster",)),
                               fix="write cluster: metadata.source")
@@ -313,7 +326,8 @@ def load_design(doc: Document, skeleton: Skeleton, cases: tuple[Case, ...], tria
                               fix="name a field the cases have (metadata.source, input.document), or remove cluster:")
     estimand = skeleton.cluster_estimand
     if estimand is None:
-        estimand = "cases" if isinstance(doc.data, dict) and "max_cluster_size" in doc.data else "cluster-means"
+        estimand = "cases" if conversations or isinstance(doc.data, dict) and "max_cluster_size" in doc.data \
+            else "cluster-means"
     elif estimand not in ESTIMANDS:
         raise ConfigError(f"cluster_estimand must be one of {', '.join(ESTIMANDS)}, got {estimand!r}",
                           where=doc.where(("cluster_estimand",)),

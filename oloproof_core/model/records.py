@@ -32,9 +32,15 @@ class Case:
     metadata: Mapping[str, JSON] = field(factory=dict)
     source: str = ""  # "cases.jsonl:7", for messages
     trial: int = 0  # which of a run's `trials:` executions this is (0 without trials); not part of the record
+    # a conversation's turn case: the earlier turns of this run, each {"input": ..., "output": ...},
+    # filled when it executes (docs/conversations.md); () for every other case
+    history: tuple[Mapping[str, JSON], ...] = field(default=(), converter=as_tuple)
 
     def to_data(self) -> dict:
-        return {"id": self.id, "input": self.input, "expected": self.expected, "metadata": self.metadata}
+        data = {"id": self.id, "input": self.input, "expected": self.expected, "metadata": self.metadata}
+        if self.history:  # only a later turn's: the record of a case without history is unchanged
+            data["history"] = [dict(entry) for entry in self.history]
+        return data
 
 
 @frozen(kw_only=True)

@@ -114,7 +114,7 @@ class RunTally:
         if self.clusters is not None:
             self.clusters.append(result.cluster)
         if self.trials is not None:
-            self.trials.append([j for _, j in result.trials])
+            self.trials.append([trial[1] for trial in result.trials])  # (execution, judgments, case)
 
     def units(self, criterion: str) -> Sequence[Judgment]:
         """One criterion's judgments, one per unit of analysis: per case, or per cluster."""

@@ -1,4 +1,5 @@
-"""The ``callable`` system: a Python function decorated with ``@system``, called with each input.
+"""The ``callable`` system: a Python function decorated with ``@system``, called with each input
+(and, when it has a ``history`` parameter, a conversation's earlier turns as ``history=[...]``).
 
 ``system.callable: module:function`` in oloproof.yaml; the project directory is importable.
 """
@@ -9,7 +10,9 @@ from typing import Any
 
 from attrs import frozen
 
-from oloproof import ConfigError, OloproofError, SystemInfo, hookimpl, import_object, project_fingerprint, short_fingerprint
+from oloproof import (
+    ConfigError, OloproofError, SystemInfo, hookimpl, import_object, project_fingerprint, short_fingerprint, takes_keyword,
+)
 
 
 @frozen(kw_only=True)
@@ -32,6 +35,7 @@ class CallableSystem:
         declared_version = info.version if info else "0"
         self.name = context.name or declared_name
         self.records = frozenset(info.records if info else ())
+        self.takes_history = takes_keyword(self.fn, "history")
         # every loaded module of the project and the installed packages they use: editing a helper
         # module that the function imports is a different system
         project = project_fingerprint([context.project_dir])
@@ -40,6 +44,8 @@ class CallableSystem:
                          "target": options.target, "project": project}
 
     def execute(self, case: Any, recorder: Any) -> Any:
+        if self.takes_history:  # a conversation's earlier turns, [] at a first turn
+            return self.fn(case.input, history=[dict(entry) for entry in case.history])
         return self.fn(case.input)
 
 

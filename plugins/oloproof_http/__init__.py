@@ -43,6 +43,8 @@ class Options:
     max_response_bytes: int = 10_000_000  # a larger response body is not read: the case is missing
     # context / top_k / token_budget -> where the request takes it: a dotted body path or header:NAME
     interventions: dict[str, str] = field(factory=dict)
+    # a conversation's later turn: the dotted body path that carries its earlier turns
+    history_path: str = "history"
 
 
 JSON = {"Content-Type": "application/json"}
@@ -93,6 +95,9 @@ def check(options: Options) -> None:
         if value is not None and value < least:
             raise ConfigError(f"{name} must be at least {least}, got {value}", fix=f"write {name}: {least}")
     check_places(options.interventions)
+    if not options.history_path or any(not part for part in options.history_path.split(".")):
+        raise ConfigError(f"history_path: {options.history_path!r} is not a dotted body path",
+                          fix="write history_path: history (or conversation.turns)")
 
 
 class RateLimiter:
@@ -179,6 +184,8 @@ class HttpSystem:
         self.identity = {"kind": "http", "name": self.name, "version": declared, "url": options.url,
                          "method": self.method, "output_path": options.output_path,
                          "artifacts": dict(options.artifacts), "headers": dict(options.headers)}
+        if options.history_path != "history":  # the default keeps the identity of earlier runs
+            self.identity["history_path"] = options.history_path
         self.version = f"{declared}+{digest(self.identity)[:12]}"
         self.records = frozenset(options.artifacts)
         self.concurrency = options.concurrency
@@ -206,8 +213,12 @@ class HttpSystem:
         traceparent = getattr(recorder, "traceparent", None)  # a traced run's (traces: otlp), sent along
         headers = {**JSON, "traceparent": traceparent} if traceparent else JSON
         payload = None
-        if overrides:
-            payload, extra = with_overrides(dict(case.input), self.options.interventions, overrides)
+        places, values = dict(self.options.interventions), dict(overrides or {})
+        if case.history:  # the earlier turns, each {"input": ..., "output": ...}, at history_path
+            places["history"] = self.options.history_path
+            values["history"] = [dict(entry) for entry in case.history]
+        if values:
+            payload, extra = with_overrides(dict(case.input), places, values)
             headers = {**headers, **extra}
         body = await self.request(case, headers, payload)
         output = field_at(body, self.options.output_path, "output_path", "point output_path at the answer")

@@ -33,6 +33,7 @@ from oloproof import (
     retrieval_data,
     retrieval_from_data,
     short_fingerprint as short,
+    takes_keyword,
 )
 
 
@@ -77,7 +78,8 @@ class RagSystem:
         for name in ("retrieve", "generate"):
             if not callable(getattr(cls, name, None)):
                 raise ConfigError(f"{options.object} has no {name}() method",
-                                  fix="define retrieve(input, depth) and generate(input, context)")
+                                  fix="define retrieve(input, depth) and generate(input, context) "
+                                      "(each may take history too: docs/conversations.md)")
         if not _whole(self.depth, 1):
             raise ConfigError(f"depth must be a whole number >= 1, got {self.depth!r}",
                               fix="set depth in @rag_system(...) or under system.rag")
@@ -92,6 +94,9 @@ class RagSystem:
                               "Oloproof never estimates tokens",
                               fix="define count_tokens(passage) -> int on the class, or remove token_budget")
         self.instance = cls()
+        # a stage that names a `history` parameter is given a conversation's earlier turns
+        self.takes_history = {stage: takes_keyword(getattr(self.instance, stage), "history")
+                              for stage in ("retrieve", "generate")}
         self.object = options.object
         self.name = context.name or (info.name if info else cls.__name__)
         declared = context.version or (info.version if info else "0")
@@ -109,13 +114,17 @@ class RagSystem:
         # stage caches key on what each stage reaches, so editing generate never re-runs retrieval
         self.version = f"{declared}+{short([self.code, project])}"
         self.citations_field = options.citations_field
-        self.records = frozenset({"retrieval/v1", "context/v1"}
+        self.records = frozenset({"retrieval/v1", "context/v1", "query_rewrite/v1"}
                                  | ({"citations/v1"} if options.citations_field else set()))
         self.cache = context.cache
         self._counts = {"retrieve": [0, 0], "generate": [0, 0]}
         self._lock = threading.Lock()
 
     # -- the stages -------------------------------------------------------------------------
+
+    def _given(self, stage: str, case: Any) -> dict:
+        """``history=[...]`` for a stage that declares a ``history`` parameter; nothing otherwise."""
+        return {"history": [dict(entry) for entry in case.history]} if self.takes_history[stage] else {}
 
     def _cached(self, stage: str, key: str, use_cache: bool) -> Any:
         found = self.cache.get(stage, key) if use_cache and self.cache is not None else None
@@ -126,11 +135,11 @@ class RagSystem:
 
     def retrieve(self, case: Any, use_cache: bool = True) -> Retrieval:
         key = digest({"name": self.name, "retrieve": self.code["retrieve"], "index_version": self.index_version,
-                      "depth": self.depth, "input": case.input, **_trial(case)})
+                      "depth": self.depth, "input": case.input, **_trial(case), **_history(case)})
         found = self._cached("retrieve", key, use_cache)
         if found is not None:
             return retrieval_from_data(found)
-        retrieval = self.instance.retrieve(case.input, self.depth)
+        retrieval = self.instance.retrieve(case.input, self.depth, **self._given("retrieve", case))
         if not isinstance(retrieval, Retrieval):
             raise ArtifactError(f"retrieve returned {type(retrieval).__name__}, not a Retrieval",
                                 fix="return Retrieval(query=..., depth=depth, candidates=(Passage(...), ...))")
@@ -180,11 +189,12 @@ class RagSystem:
     def generate(self, case: Any, context: Context, use_cache: bool = True) -> Any:
         # the dropped list and the budget stay out of the key, so generate is not given them
         given = Context(items=context.items, source=context.source)
-        key = digest({"generate": self.code["generate"], "input": case.input, "context": given, **_trial(case)})
+        key = digest({"generate": self.code["generate"], "input": case.input, "context": given, **_trial(case),
+                      **_history(case)})
         found = self._cached("generate", key, use_cache)
         if found is not None:
             return found["output"]
-        output = self.instance.generate(case.input, given)
+        output = self.instance.generate(case.input, given, **self._given("generate", case))
         if self.cache is not None and use_cache:
             self.cache.put("generate", key, {"output": output})
         return output
@@ -192,6 +202,8 @@ class RagSystem:
     def record(self, recorder: Any, retrieval: Retrieval | None, context: Context, output: Any) -> None:
         if retrieval is not None:
             recorder.retrieval(retrieval)
+            if "conversation" in recorder.case.metadata:  # a conversation's turn: what it searched for
+                recorder.record("query_rewrite/v1", {"query": retrieval.query})
         recorder.context(context)
         if self.citations_field:
             cited = output.get(self.citations_field) if isinstance(output, dict) else None
@@ -257,6 +269,12 @@ class RagSystem:
 @hookimpl
 def oloproof_register_systems(registry):
     registry.add("rag", RagSystem, options=Options, shorthand="object")
+
+
+def _history(case: Any) -> dict:
+    """A conversation's later turn: the history it was given is part of each stage's key."""
+    history = getattr(case, "history", ())
+    return {"history": [dict(entry) for entry in history]} if history else {}
 
 
 def _trial(case: Any) -> dict:
