@@ -143,6 +143,7 @@ def served(tmp_path):
     yield Project(folder)
     proc.terminate()
     proc.wait(10)
+    proc.stderr.close()
 
 
 CALLABLE_TWIN = '''\
