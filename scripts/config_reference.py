@@ -79,8 +79,13 @@ def render() -> str:
             "`cluster_estimand` is what a clustered run estimates: `cases` (the case-weighted mean, each case "
             "counting once; the default when the suite sets `max_cluster_size`) or `cluster-means` (the mean of "
             "the cluster means, every cluster weighing the same; the default otherwise) "
-            "([statistics.md](statistics.md#clusters)).",
+            "([statistics.md](statistics.md#clusters)). A suite whose cases hold conversations (`turns`) is "
+            "always clustered by `metadata.conversation`, case-weighted unless `cluster_estimand` says otherwise, "
+            "and `cluster` beside it is an error ([conversations.md](conversations.md)).",
             ""]
+    out += ["Every evaluator also takes `scope`: `turn` (the default: every case, every turn of a conversation) "
+            "or `conversation` (judged once per conversation, on its last turn, reading the whole transcript; "
+            "`rubric_judge` only) ([conversations.md](conversations.md#criteria)).", ""]
     out += ["`executor` is where the cases execute: a name (`local`, the default; `ray`) or a mapping with "
             "`type:` and that executor's options (below); `oloproof run --executor NAME` replaces it "
             "([scale.md](scale.md)).", ""]

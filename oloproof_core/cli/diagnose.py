@@ -20,10 +20,13 @@ from oloproof_core.workflows.project import Project
               help="token-budget: the larger budget to replay with.")
 @click.option("--reranker", default=None, metavar="MODULE:FUNCTION", help="reranker: (input, candidates) -> candidates.")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE", help="An option of a plugin's intervention.")
+@click.option("--case", "only", multiple=True, metavar="ID",
+              help="Diagnose this failed case only (repeat for more); a conversation's turn is CONV#K.")
 @config_option
 @store_option
 def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, token_budget: int | None,
-             reranker: str | None, extra: tuple[str, ...], config: str | None, store_spec: str | None) -> None:
+             reranker: str | None, extra: tuple[str, ...], only: tuple[str, ...], config: str | None,
+             store_spec: str | None) -> None:
     """Re-execute RUN_ID's failed cases under an intervention, beside a control, and label them."""
     from oloproof_core.workflows.diagnose import Diagnosis
     from oloproof_core.outputs.diagnosis import diagnosis_lines
@@ -33,7 +36,7 @@ def diagnose(run_id: str, intervention: str, criterion: str, top_k: int | None, 
     project.plugins.interventions.get(intervention)  # an unknown name stops the command first
     options = intervention_options(top_k, token_budget, reranker, extra)
     made = build_intervention(project.plugins, intervention, options)
-    object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion, options).run(made)
+    object_id, record = Diagnosis(suite, project.plugins, store, run_id, criterion, options, only).run(made)
     interventions = project.plugins.interventions
     declared = {name: {key: getattr(interventions.get(name).factory, key, None) for key in ("tests", "confirms", "usage")}
                 for name in interventions.names()}

@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from oloproof_core.config.turns import conversation_of, is_turn, turn_id, turn_of
-from oloproof_core.model.records import Case, Execution
+from oloproof_core.model.errors import ConfigError
+from oloproof_core.model.records import Case, Execution, Judgment
 
 CLUSTER = "metadata.conversation"  # the unit of a suite with conversations, always
 
@@ -82,3 +83,92 @@ def done_or_none(done: list, waves: dict[int, list[int]], k: int) -> list:
             for i in waves[later]:
                 done[i] = None
     return done
+
+
+LAST_TURN = "judged_on_last_turn"  # a conversation criterion's reason on every turn but the last
+
+
+def judge_conversations(derived: Mapping[str, str], part: list[tuple]) -> list[tuple]:
+    """A batch's finished (case, execution, judgments, trials), each conversation's last turn given
+    the conversation criteria ``derived`` (name -> its turn criterion): fail when any turn failed
+    (``detail.first_failing_turn``), else missing when any turn is, else pass; every other turn is
+    excluded (``judged_on_last_turn``), so each criterion counts conversations."""
+    if not derived:
+        return part
+    turns: dict[str, list[int]] = {}
+    for i, (case, *_) in enumerate(part):
+        turns.setdefault(conversation_of(case), []).append(i)
+    for members in turns.values():
+        *earlier, last = members
+        for i in earlier:
+            part[i][2].update({name: Judgment.excluded(LAST_TURN) for name in derived})
+        for name, criterion in derived.items():
+            part[last][2][name] = all_turns([(turn_of(part[i][0]), part[i][2].get(criterion)) for i in members])
+    return part
+
+
+def all_turns(judged: Sequence[tuple[int, Judgment | None]]) -> Judgment:
+    """A conversation's judgment of a criterion from its turns' (turn index, judgment)."""
+    for k, j in judged:
+        if j is not None and j.status == "fail":
+            return Judgment.failed(f"turn {k} failed", first_failing_turn=k)
+    for k, j in judged:
+        if j is None or j.status == "missing":
+            return Judgment.missing(f"turn {k}: {j.reason if j is not None else 'missing'}")
+    if all(j.status == "excluded" for _, j in judged):
+        return Judgment.excluded(judged[0][1].reason or "excluded")
+    return Judgment.passed()
+
+
+class FirstFailing:
+    """How many conversations first failed each conversation criterion at each turn: the run's
+    ``First failing turn:`` line and its summary's ``conversations`` record."""
+
+    def __init__(self, derived: Mapping[str, str]):
+        self.derived = derived
+        self.conversations = 0
+        self.counts: dict[str, dict[str, int]] = {name: {} for name in derived}
+
+    def add(self, part: Sequence[tuple]) -> None:
+        for _, _, judgments, _ in part:
+            first = judgments.get(next(iter(self.derived), ""))
+            if first is None or first.reason == LAST_TURN:
+                continue
+            self.conversations += 1
+            for name in self.derived:
+                j = judgments.get(name)
+                if j is not None and j.status == "fail":
+                    k = str(j.detail["first_failing_turn"])
+                    self.counts[name][k] = self.counts[name].get(k, 0) + 1
+
+    def record(self) -> dict:
+        return {"conversations": self.conversations,
+                "first_failing_turn": {name: dict(sorted(c.items(), key=lambda kv: int(kv[0])))
+                                       for name, c in self.counts.items()}}
+
+
+def with_scope(evaluator: Any, scope: Any, where: str) -> Any:
+    """An evaluator with ``scope: conversation``: its ``for_conversation()`` (an LLM judge's, over
+    the whole transcript), judged on each conversation's last turn only (:func:`last_turns`)."""
+    if scope not in ("turn", "conversation"):
+        raise ConfigError(f"scope must be turn or conversation, got {scope!r}", where=where,
+                          fix="write scope: conversation (judged once per conversation, on its last turn), or remove it")
+    if scope == "turn":
+        return evaluator
+    make = getattr(evaluator, "for_conversation", None)
+    if make is None:
+        raise ConfigError(f"evaluator {type(evaluator).__name__} does not judge a whole conversation", where=where,
+                          fix="remove scope:, or use rubric_judge for a criterion over the transcript")
+    try:
+        return make()
+    except ConfigError as exc:
+        raise ConfigError(exc.problem, where=where, fix=exc.fix) from None
+
+
+def last_turns(cases: Sequence[Case]) -> set[int]:
+    """The indices of ``cases`` that are the last turn of their conversation in that trial (a plain
+    case is its own conversation's last turn); a batch holds whole conversations."""
+    last: dict[tuple[str, int], int] = {}
+    for i, case in enumerate(cases):
+        last[(conversation_of(case), case.trial)] = i
+    return set(last.values())

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from oloproof_core.engine.conversations import LAST_TURN, last_turns
 from oloproof_core.engine.suite import Suite
 from oloproof_core.model.errors import EvaluationError
 from oloproof_core.model.identity import combine, digest
@@ -42,13 +43,17 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
     identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
+    scoped = any(getattr(spec.evaluator, "scope", "turn") == "conversation" for spec in specs)
+    last = last_turns([case for case, _ in pairs]) if scoped else ()  # scope: conversation judges these only
     for i, (case, execution) in enumerate(pairs):
         pair = None  # the digest of the case and its execution, made once for all evaluators
         for spec in specs:
             evaluator = spec.evaluator
             exclude = getattr(evaluator, "exclude", None)
             reason = exclude(case) if exclude is not None else None
-            if reason is not None:
+            if scoped and i not in last and getattr(evaluator, "scope", "turn") == "conversation":
+                judgments[i][evaluator.criterion] = Judgment.excluded(LAST_TURN)
+            elif reason is not None:
                 judgments[i][evaluator.criterion] = Judgment.excluded(reason)
             elif execution is None:
                 judgments[i][evaluator.criterion] = Judgment.missing("interrupted")

@@ -315,6 +315,10 @@ class LLMJudge:
     family = "judge"
     default_criterion = "judged"
     prompts: tuple[str, ...] = ("v1",)
+    # prompt versions judging a conversation's whole transcript (``scope: conversation``), each
+    # ``transcript-<version>``; a judge with none does not take that scope
+    transcripts: tuple[str, ...] = ()
+    scope = "turn"
     metric = "proportion"
     judge = True  # a gating rule on it needs a validation against human labels
     concurrent = True  # it waits on a service: the runner calls it from several threads
@@ -339,11 +343,42 @@ class LLMJudge:
         from importlib.resources import files
         from string import Template
 
-        if version not in self.prompts:
+        if version not in self.prompts + self.transcripts:
             raise ConfigError(f"{self.type_name} has no prompt {version!r}", fix=f"use one of: {', '.join(self.prompts)}")
         folder = files(type(self).__module__) / "prompts"
         return ((folder / f"{version}.system.txt").read_text(encoding="utf-8"),
                 Template((folder / f"{version}.user.txt").read_text(encoding="utf-8")))
+
+    def for_conversation(self) -> LLMJudge:
+        """This judge with ``scope: conversation``: judging once per conversation, on its last turn,
+        the whole transcript, with its ``transcript-`` prompt (part of its identity)."""
+        import copy
+
+        from oloproof_core.model.identity import digest
+
+        version = f"transcript-{self.options.prompt}"
+        if version not in self.transcripts:
+            raise ConfigError(f"{self.type_name} does not judge a whole conversation (scope: conversation)",
+                              key="scope", fix="remove scope:, or use rubric_judge for a criterion over the transcript")
+        judge = copy.copy(self)
+        judge.scope, judge.prompt_version = "conversation", f"{self.family}/{version}"
+        judge.system, judge.template = self.load_prompt(version)
+        judge.identity = {**self.identity, "prompt_version": judge.prompt_version,
+                          "prompt_sha256": digest([judge.system, judge.template.template])}
+        return judge
+
+    def transcript(self, case: Any, execution: Any) -> str:
+        """A conversation as prompt text: each earlier turn of ``case.history``, then this one, as
+        ``Turn K`` with the user's question and the assistant's answer (the judge's fields)."""
+        from oloproof_core.model.records import select
+
+        turns = [*case.history, {"input": case.input, "output": execution.output}]
+        lines = []
+        for k, turn in enumerate(turns, 1):
+            asked, said = select(turn["input"], self.options.question_field), select(turn["output"], self.options.answer_field)
+            lines.append(f"Turn {k}\nUser: {text_of(turn['input'] if asked is None else asked)}\n"
+                         f"Assistant: {text_of(turn['output'] if said is None else said)}")
+        return "\n\n".join(lines)
 
     @property
     def criterion(self) -> str:

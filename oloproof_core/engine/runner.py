@@ -17,7 +17,7 @@ import attrs
 from attrs import field, frozen
 
 from oloproof_core.model.errors import ExitCode
-from oloproof_core.engine.conversations import execute_waves, whole_batches
+from oloproof_core.engine.conversations import FirstFailing, execute_waves, judge_conversations, whole_batches
 from oloproof_core.engine.execution import Executions
 from oloproof_core.engine.judging import judge_suite
 from oloproof_core.decisions.gate import Decision, decide_policy, gate, policy_data
@@ -30,7 +30,7 @@ from oloproof_core.storage.stores import run_writer
 from oloproof_core.engine.suite import Suite
 from oloproof_core.statistics.tallies import RunTally
 from oloproof_core.statistics.units import (
-    cluster_of, combine_trials, derived_criteria, pass_all, pass_all_name, unit_figures,
+    ALL_TURNS, cluster_of, combine_trials, derived_criteria, pass_all, pass_all_name, unit_figures,
 )
 from oloproof_core.storage.cache_writer import CacheWriter
 
@@ -125,13 +125,18 @@ def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_c
             judgments, figures, stopped = judge_suite(list(zip(items, done)), suite, store, use_cache, progress, judged)
             interrupted = interrupted or stopped
             merge_figures(caches, figures)
-            finished(list(with_trials(suite, items, done, judgments)))
+            finished(judge_conversations(conversation_criteria(suite.metrics), list(with_trials(suite, items, done, judgments))))
     finally:
         try:
             executions.close()
         finally:
             judged.close()
     return interrupted
+
+
+def conversation_criteria(metrics: dict) -> dict[str, str]:
+    """The suite's conversation criteria (``answer_correct (all turns)``), each with its turn criterion."""
+    return {name: name[:-len(ALL_TURNS)] for name in metrics if name.endswith(ALL_TURNS)}
 
 
 def slice_key(slice_: Any, case: Case, execution: Execution, judgments: dict, judge: str | None) -> str | None:
@@ -257,6 +262,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
     labelled = judges and (any(c in judges for c in getattr(suite.policy, "labels", None) or {})
                            or any(r.get("criterion") in judges for _, r in store.list_objects("label")))
     verdicts: list | None = [] if labelled and design.plain and sequential is None else None
+    derived = conversation_criteria(suite.metrics)
+    conversations = FirstFailing(derived) if derived else None  # the First failing turn: line
 
     def finished(part: list[tuple]) -> None:
         """A batch of finished cases: counted, stored, and told to the plugins that listen."""
@@ -266,6 +273,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
                    for c, e, j, t in part]
         for r in results:
             tally.add(r)
+        if conversations is not None:
+            conversations.add(part)
         records = [case_record(r, metrics, design.trials > 1) for r in results]
         writer.add(records)
         if verdicts is not None:
@@ -302,6 +311,8 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
             header["traces"] = traced()
         outcome, summary = _conclude(suite, store, run_id, header, tally, caches, metrics, confidence, judges,
                                      not_run, interrupted, sequential is not None, verdicts)
+        if conversations is not None:  # in the summary record and the report's units
+            summary["conversations"] = outcome.units["conversations"] = conversations.record()
         writer.finish(header, summary)
     except BaseException as first:
         try:

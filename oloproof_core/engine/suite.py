@@ -14,7 +14,7 @@ from attrs import fields as attrs_fields
 
 from oloproof_core.config.cases import CaseStream, load_cases
 from oloproof_core.config.turns import is_turn
-from oloproof_core.engine.conversations import CLUSTER
+from oloproof_core.engine.conversations import CLUSTER, with_scope
 from oloproof_core.config.documents import Document, yaml_path
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.identity import canonical, digest
@@ -22,7 +22,7 @@ from oloproof_core.model.records import Case, Evaluator, Slice, StageCache, Syst
 from oloproof_core.hooks.manager import Plugins
 from oloproof_core.engine.fingerprint import plugin_code
 from oloproof_core.model.retrieval import UNITS
-from oloproof_core.statistics.units import ESTIMANDS, PASS_ALL, Design, pass_all_name
+from oloproof_core.statistics.units import ESTIMANDS, PASS_ALL, Design, all_turns_name, pass_all_name
 from oloproof_core.engine.system import EXECUTIONS, Skeleton, _options, load_skeleton, load_system, unstructure
 
 if TYPE_CHECKING:  # the policy's classes are imported by a suite that has one (load_suite)
@@ -118,7 +118,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
             raise ConfigError("expected a mapping with `type:`", where=doc.where(path),
                               fix="write {type: contains, criterion: answer_correct, ...}")
         data = dict(raw)
-        name = data.pop("type")
+        name, scope = data.pop("type"), data.pop("scope", "turn")  # scope: conversations.py
         entry = plugins.evaluators.get(name, where=doc.where(path + ("type",)))
         if "relevance_unit" not in data and _takes_unit(entry.options):
             data["relevance_unit"] = unit  # the suite's one unit, for every evaluator that counts units
@@ -129,6 +129,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
             if exc.where is not None:
                 raise
             raise ConfigError(exc.problem, where=doc.where(path + ((exc.key,) if exc.key else ())), fix=exc.fix) from None
+        evaluator = with_scope(evaluator, scope, doc.where(path + ("scope",)))
         criterion = evaluator.criterion
         for artifact in getattr(evaluator, "reads", ()):
             if artifact not in system.records:
@@ -146,6 +147,8 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         extra = getattr(evaluator, "identity", None)  # e.g. a judge's prompt version, provider and model
         if extra:
             identity["extra"] = dict(extra)
+        if scope != "turn":  # judged once per conversation: another criterion than a turn's
+            identity["scope"] = scope
         evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path)))
 
     # a case an evaluator cannot read stops here, before anything runs (one pass over the cases)
@@ -186,6 +189,12 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         for criterion, metric in list(metrics.items()):
             if getattr(metric, "pass_fail", False):
                 metrics[pass_all_name(criterion)] = plugins.metrics.get("proportion").factory()
+    if turns:  # X (all turns): a conversation passes when every turn did; slices show the turn criteria
+        slice_criteria = {s.name: slice_criteria.get(s.name, tuple(metrics)) for s in slices}
+        for spec in evaluators:
+            criterion, scope = spec.evaluator.criterion, getattr(spec.evaluator, "scope", "turn")
+            if getattr(metrics[criterion], "pass_fail", False) and scope == "turn":
+                metrics[all_turns_name(criterion)] = plugins.metrics.get("proportion").factory()
 
     policy = None
     if skeleton.policy is not None:

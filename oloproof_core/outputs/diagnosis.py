@@ -47,6 +47,26 @@ def _cases(n: int) -> str:
     return f"{n} failed case" if n == 1 else f"{n} failed cases"
 
 
+def turn_lines(record: dict) -> list[str]:
+    """A diagnosis of conversation turns: the history each replayed, the turns whose earlier turns
+    in the case file differ from it, and the labels counted per turn index."""
+    turns = [c for c in record["cases"] if "turn" in c]
+    if not turns:
+        return []
+    lines = ["History: each turn was re-executed with the earlier turns recorded in the run (inputs and outputs), "
+             "not generated again"]
+    for d in record.get("history_differs", ()):
+        lines.append(f"History differs: {d['id']}'s earlier turns in the case file ({', '.join(d['turns'])}) are not "
+                     "what the run recorded; the recorded history was replayed")
+    by_turn: dict[int, Counter] = {}
+    for c in turns:
+        by_turn.setdefault(c["turn"], Counter())[c["label"]] += 1
+    lines.append("Turns: " + "; ".join(
+        f"turn {k}: " + ", ".join(f"{label} {n}" for label, n in sorted(counts.items(), key=lambda kv: ORDER.index(kv[0])))
+        for k, counts in sorted(by_turn.items())))
+    return lines
+
+
 def summary_lines(record: dict) -> list[str]:
     """The summary ``oloproof diagnose`` prints before the diagnosis id."""
     n = record["selected"]
@@ -60,6 +80,7 @@ def summary_lines(record: dict) -> list[str]:
                      f"{judge} (relevance: {{source: judge}}), which graded the retrieved passages only")
     if record["excluded"]:
         lines.append(f"Excluded: {_cases(len(record['excluded']))}, no_gold_context - {NO_GOLD_FIX}")
+    lines += turn_lines(record)
     cases = record["cases"]
     unstable = record.get("unstable", 0)  # a run with trials: cases that changed verdict, not re-executed
     if "trials" in record:

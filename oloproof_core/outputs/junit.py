@@ -124,8 +124,9 @@ def _cases_suite(name: str, records: Iterable[Mapping[str, Any]]) -> tuple[ET.El
     cases serialised (as ``ET.indent`` lays them out) into a spool; None when it has none."""
     suite = ET.Element("testsuite", {"name": name})
     spool, counts = Spool(), {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for case_id, criterion, judgment, missing in case_criteria(records):
-        case = _case_element(name, case_id, criterion, judgment, missing)
+    for case_id, criterion, judgment, missing, conversation in case_criteria(records):
+        # a conversation's turn: its class is the conversation, its name the turn case's id (docs/conversations.md)
+        case = _case_element(conversation or name, case_id, criterion, judgment, missing)
         counts["tests"] += 1
         for tag, attribute in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
             counts[attribute] += case.find(tag) is not None

@@ -109,6 +109,13 @@ def unit_lines(units: dict, design: dict | None, confidence: float) -> list[str]
             more = f", {len(large) - 5} more" if len(large) > 5 else ""
             out.append(f"Large clusters: {len(large)} of {clusters['clusters']} hold more than "
                        f"{clusters['limit']} cases: {shown}{more}")
+    conversations = units.get("conversations")
+    if conversations:  # for each conversation criterion, the turn each failing conversation first failed at
+        for name, counts in conversations["first_failing_turn"].items():
+            failed = sum(counts.values())
+            shown = ", ".join(f"turn {k} ({n})" for k, n in counts.items()) or "none"
+            out.append(f"First failing turn: {name}: {shown}; {failed} of {conversations['conversations']} "
+                       "conversations failed")
     if design["trials"] > 1:
         out.append(f"Trials: every case ran {design['trials']} times; a case's value is its mean over its trials, "
                    "pass_all_k passes a case only if every trial passed")
@@ -124,7 +131,8 @@ def _reason_lines(outcome: Any, status: str, line: str) -> list[str]:
     ``line`` is formatted with criterion, count, ran and reasons."""
     lines = []
     for criterion in outcome.summaries:
-        reasons = outcome.tally.reasons[criterion][status]
+        reasons = outcome.tally.reasons[criterion][status].copy()
+        reasons.pop("judged_on_last_turn", None)  # a conversation's criterion, by design (conversations.py)
         if reasons:
             shown = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common(3))
             more = f"; {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""

@@ -125,8 +125,21 @@ def _metric(name: str, m: Mapping[str, Any]) -> dict:
             "display": {"estimate": estimate, "interval": interval, "counts": counts}}
 
 
-def _missing(records: Iterable[Mapping[str, Any]]) -> dict:
-    reasons = Counter(r["missing"] for r in records if "missing" in r)
+def _missing(records: Iterable[Mapping[str, Any]], conversations: dict | None = None) -> dict:
+    """The missing cases' reasons; ``conversations`` (conversation -> its entry) gathers the turns."""
+    reasons: Counter = Counter()
+    for r in records:
+        if "missing" in r:
+            reasons[r["missing"]] += 1
+        if conversations is None:
+            continue
+        metadata = r.get("case", {}).get("metadata", {})  # a plain case is a conversation of its own
+        turn = isinstance(metadata.get("turn"), int) and metadata.get("conversation")
+        key = turn or r["id"]
+        entry = conversations.setdefault(key, {"id": key, "turns": []})
+        entry["turns"].append(r["id"])
+        entry["verdicts"] = {name: j["status"] for name, j in r["judgments"].items()  # its last turn's
+                             if name.endswith(" (all turns)")}
     return {"cases": sum(reasons.values()),
             "reasons": [{"reason": reason, "cases": n} for reason, n in reasons.most_common()]}
 
@@ -157,7 +170,7 @@ def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Ite
                  "policy": policy is not None},
         "decisions": decisions,
         "metrics": list(metrics.values()),
-        "missing": _missing(records),
+        "missing": _missing(records, conversations := {} if "conversations" in summary else None),
         "caches": caches_of(summary.get("caches", {})),
         "exit_code": int(summary["exit_code"]),
     }
@@ -170,15 +183,24 @@ def run_view(header: Mapping[str, Any], summary: Mapping[str, Any], records: Ite
             units["instability"] = [{"criterion": name, **found} for name, found in summary["instability"].items()]
         if "clusters" in summary:
             units["clusters"] = summary["clusters"]
+        if "conversations" in summary:  # conversations: the turn each failing one first failed at
+            units["conversations"] = summary["conversations"]
         document["units"] = units
+    if conversations:  # each conversation's turn cases, and its verdict of each conversation criterion
+        document["conversations"] = list(conversations.values())
     return document
 
 
-def case_criteria(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, str, dict, str | None]]:
-    """Every case x criterion of a run: (case id, criterion, judgment, the case's missing reason)."""
+def case_criteria(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, str, dict, str | None, str | None]]:
+    """Every case x criterion of a run: (case id, criterion, judgment, the case's missing reason, its
+    conversation: None but for a conversation's turn). A conversation criterion on a turn but the
+    last (excluded, ``judged_on_last_turn``) is left out."""
     for record in records:
+        metadata = (record.get("case") or {}).get("metadata") or {}
+        conversation = metadata.get("conversation") if isinstance(metadata.get("turn"), int) else None
         for criterion, judgment in record["judgments"].items():
-            yield record["id"], criterion, judgment, record.get("missing")
+            if conversation is None or judgment.get("reason") != "judged_on_last_turn":
+                yield record["id"], criterion, judgment, record.get("missing"), conversation
 
 
 def paired_entry(p: Any, confidence: float, interval: bool = True) -> dict:

@@ -31,6 +31,14 @@ PASS_ALL = "pass_all_k"
 ESTIMANDS = ("cluster-means", "cases")
 
 
+ALL_TURNS = " (all turns)"  # a conversation criterion: a conversation passes when every turn passed
+
+
+def all_turns_name(criterion: str) -> str:
+    """The conversation criterion of a pass/fail criterion of a suite with conversations."""
+    return f"{criterion}{ALL_TURNS}"
+
+
 def pass_all_name(criterion: str) -> str:
     """The derived criterion of a pass/fail criterion: a case passes only if every trial passes."""
     return f"{criterion}.{PASS_ALL}"
@@ -278,6 +286,9 @@ def derived_criteria(evaluators: Mapping[str, Any], metrics: Mapping[str, str], 
     derived from its criterion's identity, so compare and the viewer treat it as a criterion."""
     evaluators, metrics = dict(evaluators), dict(metrics)
     for derived in criteria:
+        if derived.endswith(ALL_TURNS) and derived not in evaluators:  # conversations (engine/conversations.py)
+            evaluators[derived] = {"derived": "all_turns", "of": evaluators[derived[:-len(ALL_TURNS)]]}
+            metrics[derived] = "proportion"
         if derived.endswith("." + PASS_ALL) and derived not in evaluators:
             of = derived[:-len(PASS_ALL) - 1]
             evaluators[derived] = {"derived": PASS_ALL, "of": evaluators[of], "trials": design.trials}
@@ -293,7 +304,7 @@ def unit_figures(design: Design, metrics: Mapping[str, Any], trials: Sequence[Se
     if design.trials > 1:
         figures["instability"] = {}
         for criterion, metric in metrics.items():
-            if getattr(metric, "pass_fail", False) and not criterion.endswith("." + PASS_ALL):
+            if getattr(metric, "pass_fail", False) and not criterion.endswith(("." + PASS_ALL, ALL_TURNS)):
                 found = instability([[j[criterion] for j in case] for case in trials], keys, confidence)
                 if found is not None:
                     figures["instability"][criterion] = found

@@ -21,7 +21,7 @@ from oloproof_core.model.retrieval import JUDGED_BY, Evidence, judged_case, obse
 from oloproof_core.engine.work import InterventionWork
 from oloproof_core.engine.execution import executor_of
 from oloproof_core.engine.runner import new_run_id
-from oloproof_core.statistics.units import combine_trials
+from oloproof_core.statistics.units import ALL_TURNS, combine_trials
 
 ORDER = ("RETRIEVAL_MISS", "RANKED_OUT", "CONTEXT_ASSEMBLY_LOSS", "GENERATION_FAILURE", "UNRESOLVED")
 # the label a recovered case gets from where the run left its relevant evidence
@@ -70,8 +70,10 @@ def identity_changes(old: dict, new: dict) -> str:
 class Diagnosis:
     """One ``oloproof diagnose`` invocation over a stored run."""
 
-    def __init__(self, suite: Any, plugins: Any, store: Any, run_id: str, criterion: str, options: dict | None = None):
-        """:param options: the intervention's plain options (``--top-k`` ...), for an executor's workers."""
+    def __init__(self, suite: Any, plugins: Any, store: Any, run_id: str, criterion: str, options: dict | None = None,
+                 only: tuple[str, ...] = ()):
+        """:param options: the intervention's plain options (``--top-k`` ...), for an executor's workers.
+        :param only: ``--case ID``: diagnose these failed cases (a conversation's turn: ``CONV#K``) only."""
         self.suite, self.plugins, self.store, self.run_id, self.criterion = suite, plugins, store, run_id, criterion
         self.options = dict(options or {})
         self.header, _ = store.get_run(run_id)
@@ -79,6 +81,9 @@ class Diagnosis:
             raise ConfigError(f"{run_id} is the {self.header.get('role')} run of a diagnosis of "
                               f"{self.header['parent']}, not a run of the suite",
                               fix=f"diagnose {self.header['parent']}")
+        if criterion.endswith(ALL_TURNS) and criterion in self.header["evaluators"]:
+            raise ConfigError(f"{criterion!r} is a conversation criterion, and diagnose re-executes turns",
+                              fix=f"diagnose the turns that failed: --criterion {criterion[:-len(ALL_TURNS)]}")
         if criterion not in self.header["evaluators"]:
             raise ConfigError(f"run {run_id} has no criterion {criterion!r}",
                               fix=f"use one of: {', '.join(self.header['evaluators'])}")
@@ -99,13 +104,20 @@ class Diagnosis:
         self.evaluator = spec.evaluator
         # only the records a diagnosis reads: those that failed the criterion (filtered as the run streams)
         self.failed = [r for r in store.run_cases(run_id)
-                       if r["judgments"].get(criterion, {}).get("status") == "fail"]
+                       if r["judgments"].get(criterion, {}).get("status") == "fail" and (not only or r["id"] in only)]
         failing = {r["id"] for r in self.failed}
+        if only and set(only) - failing:
+            absent = sorted(set(only) - failing)[0]
+            raise ConfigError(f"case {absent!r} did not fail {criterion} in {run_id}", where="--case",
+                              fix=f"name a case that failed it (oloproof inspect {run_id} --failures)")
         # the suite's cases read as they stream; without human relevance labels, the run's judged ones
         # (relevance: {source: judge}), so positions and evidence read them, and say so (judged)
         judge = getattr(suite, "relevance_judge", None)
         by_id = {r["id"]: r for r in self.failed}
         self.cases = {c.id: judged_case(c, by_id[c.id]["judgments"], judge) for c in suite.cases if c.id in failing}
+        # a conversation's turn is re-executed with the history it had in the run, replayed from the
+        # record (not generated again); where the case file's earlier turns now differ, it is said
+        self.cases, self.history_differs = replayed_history(self.cases, by_id, suite.cases)
         # the unit the run counted positions in (older runs recorded none: the suite's)
         self.unit = self.header.get("relevance_unit") or suite.relevance_unit
         self.pending: list[tuple[dict, list, dict]] = []  # child runs to store with the diagnosis
@@ -127,7 +139,7 @@ class Diagnosis:
         run_id = new_run_id()
         system = self.suite.system
 
-        items = [(attrs.evolve(self.cases[r["id"]], trial=t), r) for r in selected for t in range(self.trials)]
+        items = [(trial_case(self.cases[r["id"]], r, t), r) for r in selected for t in range(self.trials)]
         executions: list[Execution] = [Execution(missing="interrupted")] * len(items)
 
         def keep(i: int, execution: Execution) -> None:
@@ -267,7 +279,12 @@ class Diagnosis:
             judged = self.cases[c["id"]].expected.get(JUDGED_BY) if c["id"] in self.cases else None
             if judged and "judged" not in c:
                 c["judged"] = judged
+            turn = self.cases[c["id"]].metadata.get("turn") if c["id"] in self.cases else None
+            if isinstance(turn, int) and "conversation" in self.cases[c["id"]].metadata:
+                c["turn"] = turn  # a conversation's turn: labels are counted per turn too
         record.update(cases=sorted(cases_out, key=lambda c: c["id"]), children=[list(c) for c in children])
+        if self.history_differs:  # turns whose recorded history the case file's earlier turns no longer match
+            record["history_differs"] = self.history_differs
         object_id = "sha256:" + digest(record)
         batch = getattr(self.store, "batch", None)  # a store without batches writes them one by one
         with batch() if batch is not None else contextlib.nullcontext():
@@ -346,3 +363,34 @@ def _case(record: dict) -> Case:
     data = record["case"]
     return Case(id=data["id"], input=data["input"], expected=data.get("expected", {}),
                 metadata=data.get("metadata", {}))
+
+
+def replayed_history(cases: dict[str, Case], records: dict[str, dict], suite_cases: Any) -> tuple[dict, list[dict]]:
+    """The failed cases with each conversation turn's recorded history (``record["case"]["history"]``),
+    and the turns whose earlier turns' inputs in the case file differ from that history:
+    ``{"id": "refund#2", "turns": ["refund#1"]}``. One more pass over the suite's cases, only when
+    a failed case has a history."""
+    histories = {i: records[i]["case"].get("history") or [] for i in cases}
+    wanted = {c.metadata["conversation"] for i, c in cases.items() if histories[i]}
+    if not wanted:
+        return cases, []
+    current = {c.id: c.input for c in suite_cases if c.metadata.get("conversation") in wanted}
+    replayed, differs = {}, []
+    for i, case in cases.items():
+        history = histories[i]
+        replayed[i] = attrs.evolve(case, history=tuple(history)) if history else case
+        conversation = case.metadata.get("conversation")
+        changed = [f"{conversation}#{k}" for k, turn in enumerate(history, 1)
+                   if canonical(current.get(f"{conversation}#{k}")) != canonical(turn.get("input"))]
+        if changed:
+            differs.append({"id": i, "turns": changed})
+    return replayed, differs
+
+
+def trial_case(case: Case, record: dict, trial: int) -> Case:
+    """``case`` as trial ``trial`` of its run, with that trial's recorded history (a conversation's turn)."""
+    case = attrs.evolve(case, trial=trial)
+    trials = record.get("trials") or ()
+    if case.history and trial < len(trials) and "history" in trials[trial]:
+        case = attrs.evolve(case, history=tuple(trials[trial]["history"]))
+    return case

@@ -4,7 +4,8 @@ the suite (``rubric: "The answer tells the customer how long a refund takes."``)
 With ``expected_field`` set, the case's expected value at that key is shown to the judge as a
 reference answer, and cases without it are excluded. The prompt is a versioned pair of files of
 this package; its version and text, the provider and the model are the judge's identity, and the
-rubric is one of its options, so editing the rubric misses the cache too. docs/judges.md.
+rubric is one of its options, so editing the rubric misses the cache too. With ``scope:
+conversation`` it judges a conversation's whole transcript on its last turn. docs/judges.md.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class RubricJudge(LLMJudge):
 
     type_name, family = "rubric_judge", "rubric"
     prompts = ("v1",)  # every version ever shipped stays, so a validated judge can stay pinned
+    transcripts = ("transcript-v1",)  # scope: conversation, the whole transcript (docs/conversations.md)
 
     def __init__(self, options: Options):
         if not options.rubric.strip():
@@ -47,6 +49,9 @@ class RubricJudge(LLMJudge):
         reference = ""
         if self.options.expected_field is not None:
             reference = f"\nReference answer:\n{text_of(select(case.expected, self.options.expected_field))}\n"
+        if self.scope == "conversation":  # the last turn of a conversation: every turn, this one last
+            return self.ask(rubric=self.options.rubric.strip(), transcript=self.transcript(case, execution),
+                            reference=reference)
         return self.ask(rubric=self.options.rubric.strip(), answer=text_of(answer), question=self.question(case),
                         reference=reference)
 

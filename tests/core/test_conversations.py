@@ -227,3 +227,232 @@ def test_until_decided_with_conversations_is_an_error(chat: Project) -> None:
     assert result.code == 2, result
     assert "this suite's cases hold conversations" in result.err and "run without --until-decided" in result.err
     assert chat.runs() == []
+
+
+def test_conversation_criteria_and_the_first_failing_turn(chat: Project) -> None:
+    chat.cases([
+        {"id": "ok", "turns": [{"input": {"q": "a"}, "expected": {"answer": "a"}},
+                               {"input": {"q": "b"}, "expected": {"answer": "b"}}]},
+        {"id": "late", "turns": [{"input": {"q": "a"}, "expected": {"answer": "a"}},
+                                 {"input": {"q": "b"}, "expected": {"answer": "zzz"}},
+                                 {"input": {"q": "c"}, "expected": {"answer": "zzz"}}]},
+        {"id": "early", "turns": [{"input": {"q": "a"}, "expected": {"answer": "zzz"}},
+                                  {"input": {"q": "b"}, "expected": {"answer": "b"}}]},
+        {"id": "second", "turns": [{"input": {"q": "a"}, "expected": {"answer": "a"}},
+                                   {"input": {"q": "b"}, "expected": {"answer": "zzz"}}]},
+        {"id": "plain", "input": {"q": "a"}, "expected": {"answer": "zzz"}},
+    ])
+    result = chat.run("run", "--json", "out.json")
+    assert result.code == 0, result
+    assert "First failing turn: answer_correct (all turns): turn 1 (2), turn 2 (2); 4 of 5 conversations failed" \
+        in result.out
+    header, summary, rows = records(chat.root)
+    assert header["metrics"]["answer_correct (all turns)"] == "proportion"
+    assert header["evaluators"]["answer_correct (all turns)"]["derived"] == "all_turns"
+    assert summary["conversations"] == {"conversations": 5, "first_failing_turn": {
+        "answer_correct (all turns)": {"1": 2, "2": 2}}}
+    # one conversation, one unit: 1 of 5 conversations passed every turn
+    metric = summary["metrics"]["answer_correct (all turns)"]
+    assert metric["value"] == pytest.approx(1 / 5) and metric["observed"] == 5
+    by_id = {r["id"]: r["judgments"]["answer_correct (all turns)"] for r in rows}
+    assert by_id["late#1"] == by_id["late#2"] == {"status": "excluded", "reason": "judged_on_last_turn"}
+    assert by_id["late#3"] == {"status": "fail", "value": 0.0, "reason": "turn 2 failed",
+                               "detail": {"first_failing_turn": 2}}
+    assert by_id["ok#2"]["status"] == "pass" and by_id["plain"]["reason"] == "turn 1 failed"
+    assert "judged_on_last_turn" not in result.out  # by design, not a reason worth a line
+    document = json.loads((chat.root / "out.json").read_text())
+    assert document["units"]["conversations"] == summary["conversations"]
+    assert [m["name"] for m in document["metrics"]] == ["answer_correct", "answer_correct (all turns)"]
+
+
+TRANSCRIPT_JUDGE = """
+  - type: rubric_judge
+    criterion: kept_constraint
+    scope: conversation
+    rubric: The assistant keeps the user's budget across turns.
+    question_field: q
+    provider: replay
+    model: replay
+    provider_options: {file: replies.jsonl, default: fail}
+"""
+
+
+def test_a_judge_with_scope_conversation_reads_the_whole_transcript(chat: Project) -> None:
+    chat.write("oloproof.yaml", CONFIG + TRANSCRIPT_JUDGE)
+    # the reply passes only a prompt holding the whole transcript, turn by turn
+    chat.write("replies.jsonl", json.dumps({"match": [
+        "Turn 1\nUser: refund?\nAssistant: refund? [t0]",
+        "Turn 2\nUser: annual?\nAssistant: annual? [t0] after: refund? [t0]",
+        "Turn 3\nUser: monthly?\nAssistant: monthly?", "keeps the user's budget across turns"],
+        "verdict": "pass", "rationale": "kept"}) + "\n")
+    result = chat.run("run")
+    assert result.code == 0, result
+    header, summary, rows = records(chat.root)
+    judged = {r["id"]: r["judgments"]["kept_constraint"] for r in rows}
+    assert judged["refund#3"]["status"] == "pass"
+    assert judged["refund#1"] == judged["refund#2"] == {"status": "excluded", "reason": "judged_on_last_turn"}
+    assert judged["plain"]["status"] == "fail"  # its one-turn transcript does not match
+    assert judged["broken#2"]["status"] == "missing"
+    identity = header["evaluators"]["kept_constraint"]
+    assert identity["scope"] == "conversation" and identity["extra"]["prompt_version"] == "rubric/transcript-v1"
+    # a judge over the transcript is not a turn criterion: no "(all turns)" of it
+    assert "kept_constraint (all turns)" not in summary["metrics"]
+    assert summary["metrics"]["kept_constraint"]["observed"] == 2  # plain and refund; broken is missing
+
+
+def test_scope_conversation_on_a_judge_without_a_transcript_prompt_is_an_error(chat: Project) -> None:
+    chat.write("oloproof.yaml", CONFIG + "  - {type: contains, criterion: again, field: answer, scope: conversation}\n")
+    result = chat.run("run")
+    assert result.code == 2
+    assert "oloproof.yaml:5:" in result.err and "does not judge a whole conversation" in result.err
+    chat.write("replies.jsonl", "")
+    chat.write("oloproof.yaml", CONFIG + TRANSCRIPT_JUDGE.replace("scope: conversation", "scope: dialogue"))
+    result = chat.run("run")
+    assert result.code == 2 and "scope must be turn or conversation, got 'dialogue'" in result.err
+
+
+def test_a_changed_earlier_turn_misses_the_later_turns(chat: Project) -> None:
+    chat.cases(CONVERSATIONS[:2])
+    first = chat.run("run")
+    assert "Cache: execution 0 hit/4 miss" in first.out, first
+    again = chat.run("run")  # an unchanged conversation: every turn from the cache
+    assert "Cache: execution 4 hit/0 miss" in again.out, again
+    changed = json.loads(json.dumps(CONVERSATIONS[:2]))
+    changed[1]["turns"][0]["input"]["q"] = "refund, please?"  # the first turn only
+    chat.cases(changed)
+    third = chat.run("run")
+    # the plain case hits; the changed turn misses, and so does every later turn (its history changed)
+    assert "Cache: execution 1 hit/3 miss" in third.out, third
+    _, _, rows = records(chat.root)
+    assert rows[2]["case"]["history"][0]["input"] == {"q": "refund, please?"}
+
+
+STAGES = '''
+from oloproof import Passage, Retrieval, rag_system
+
+@rag_system(name="staged", version="1", depth=2)
+class Chat:
+    def retrieve(self, input, depth, history):
+        said = " ".join(str(turn["output"]["answer"]) for turn in history)
+        return Retrieval(query=(said + " " + input["q"]).strip(), depth=depth,
+                         candidates=(Passage(doc_id="kb", text=input["q"]),))
+
+    def generate(self, input, context):
+        return {"answer": context.items[0].text + "!"}
+'''
+
+
+@pytest.mark.slow  # three runs of the command line
+def test_a_changed_earlier_output_misses_the_later_retrieval(chat: Project) -> None:
+    chat.write("app.py", STAGES)
+    chat.write("oloproof.yaml", CONFIG.replace("callable: app:run", "rag: app:Chat"))
+    chat.cases(CONVERSATIONS[:2])
+    first = chat.run("run")
+    assert "Stages: retrieve 0 hit/4 miss; generate 0 hit/4 miss" in first.out, first
+    chat.write("app.py", STAGES.replace('"!"', '"?"'))  # generate changes: every turn's output does
+    second = chat.run("run")
+    # retrieve's code is unchanged: the first turns hit, the later turns (their history changed) miss
+    assert "Stages: retrieve 2 hit/2 miss; generate 0 hit/4 miss" in second.out, second
+    chat.write("app.py", STAGES.replace('"!"', '"?"') + "\n# a comment\n")
+    third = chat.run("run")  # the same outputs again: every stage from its cache
+    assert "Stages: retrieve 4 hit/0 miss; generate 4 hit/0 miss" in third.out, third
+
+
+DIAGNOSED = '''
+import json
+from pathlib import Path
+
+from oloproof import Passage, Retrieval, rag_system
+
+HERE = Path(__file__).resolve().parent
+DOCS = {"refund": "refunds take 14 days", "annual": "annual plans refund in 30 days", "f1": "filler words"}
+
+
+@rag_system(name="chat", version="1", depth=2, top_k=2)
+class Chat:
+    def retrieve(self, input, depth):  # the current message only: a follow-up retrieves nothing useful
+        return Retrieval(query=input["q"], depth=depth, candidates=tuple(
+            Passage(doc_id=d, score=1.0, text=DOCS[d]) for d in input["docs"]))
+
+    def generate(self, input, context, history):
+        with open(HERE / "history.log", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(history) + "\\n")
+        return {"answer": " ".join(item.text for item in context.items)}
+'''
+
+
+def gold(doc: str) -> dict:
+    return {"answer": DOCS_TEXT[doc].split()[-2], "relevant": [{"doc_id": doc}],
+            "gold_context": [{"doc_id": doc, "text": DOCS_TEXT[doc]}]}
+
+
+DOCS_TEXT = {"refund": "refunds take 14 days", "annual": "annual plans refund in 30 days"}
+TALK = [{"id": "talk", "turns": [
+    {"input": {"q": "How long do refunds take?", "docs": ["refund", "f1"]}, "expected": gold("refund")},
+    {"input": {"q": "And for annual plans?", "docs": ["f1"]}, "expected": gold("annual"), "needs_history": True}]},
+    # the same failure as a single-turn case: diagnosed alike
+    {"id": "single", "input": {"q": "Annual plan refunds?", "docs": ["f1"]}, "expected": gold("annual")}]
+
+
+@pytest.mark.slow  # a run and three diagnoses through the command line
+def test_diagnosing_a_turn_replays_its_recorded_history(chat: Project) -> None:
+    chat.write("app.py", DIAGNOSED)
+    chat.write("oloproof.yaml", CONFIG.replace("callable: app:run", "rag: app:Chat"))
+    chat.cases(TALK)
+    run = chat.run("run")
+    assert run.code == 0, run
+    run_id = run.out.split()[1]
+    _, _, rows = records(chat.root)
+    assert [r["judgments"]["answer_correct"]["status"] for r in rows] == ["pass", "fail", "fail"]
+    (chat.root / "history.log").unlink()
+    diagnosis = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct")
+    assert diagnosis.code == 0, diagnosis
+    assert "RETRIEVAL_MISS: 2 of 2, recovered; no relevant evidence was retrieved" in diagnosis.out
+    assert "History: each turn was re-executed with the earlier turns recorded in the run" in diagnosis.out
+    assert "Turns: turn 2: RETRIEVAL_MISS 1" in diagnosis.out and "History differs" not in diagnosis.out
+    recorded = [{"input": TALK[0]["turns"][0]["input"], "output": rows[0]["output"]}]
+    logged = [json.loads(line) for line in (chat.root / "history.log").read_text().splitlines()]
+    assert sorted(map(json.dumps, logged)) == sorted(map(json.dumps, [recorded, recorded, [], []]))  # apply, control
+    # one turn, by its id; the case file's first turn changed since the run: said, and the recording replayed
+    changed = json.loads(json.dumps(TALK))
+    changed[0]["turns"][0]["input"]["q"] = "How long does a refund take?"
+    chat.cases(changed)
+    (chat.root / "history.log").unlink()
+    one = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct",
+                   "--case", "talk#2")
+    assert one.code == 0, one
+    assert "RETRIEVAL_MISS: 1 of 1" in one.out
+    assert ("History differs: talk#2's earlier turns in the case file (talk#1) are not what the run recorded; "
+            "the recorded history was replayed") in one.out
+    logged = [json.loads(line) for line in (chat.root / "history.log").read_text().splitlines()]
+    assert logged == [recorded, recorded]
+    wrong = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct",
+                     "--case", "talk#1")
+    assert wrong.code == 2 and "case 'talk#1' did not fail answer_correct" in wrong.err
+    whole = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct (all turns)")
+    assert whole.code == 2 and "diagnose the turns that failed: --criterion answer_correct" in whole.err
+
+
+def test_json_and_junit_carry_the_turns(chat: Project) -> None:
+    import xml.etree.ElementTree as ET
+
+    import jsonschema
+    from test_outputs import schema
+
+    result = chat.run("run", "--json", "out.json", "--junit", "out.xml", "--junit-cases")
+    assert result.code == 0, result
+    document = json.loads((chat.root / "out.json").read_text())
+    jsonschema.validate(document, schema(), cls=jsonschema.Draft202012Validator)
+    assert document["conversations"] == [
+        {"id": "plain", "turns": ["plain"], "verdicts": {"answer_correct (all turns)": "pass"}},
+        {"id": "refund", "turns": ["refund#1", "refund#2", "refund#3"], "verdicts": {"answer_correct (all turns)": "fail"}},
+        {"id": "broken", "turns": ["broken#1", "broken#2"], "verdicts": {"answer_correct (all turns)": "missing"}}]
+    cases = ET.parse(chat.root / "out.xml").getroot().find("testsuite[@name='oloproof.cases']")
+    shown = [(c.get("classname"), c.get("name")) for c in cases.findall("testcase")]
+    assert shown[:5] == [("oloproof.cases", "plain · answer_correct"),
+                         ("oloproof.cases", "plain · answer_correct (all turns)"),
+                         ("refund", "refund#1 · answer_correct"), ("refund", "refund#2 · answer_correct"),
+                         ("refund", "refund#3 · answer_correct")]
+    # a conversation criterion is one test case a conversation, on its last turn
+    assert ("refund", "refund#3 · answer_correct (all turns)") in shown
+    assert ("refund", "refund#1 · answer_correct (all turns)") not in shown
