@@ -189,8 +189,23 @@ def test_over_http_and_as_a_callable_the_example_gives_the_staged_numbers(served
     assert metric_rows(staged.out) == metric_rows(over_http.out) == metric_rows(as_callable.out)
     assert len(metric_rows(staged.out)) > 5
     # the service was given the conversation: its follow-ups searched with the rewritten query
-    shown = project.run("inspect", "latest", "--case", "refund-annual#2")
+    shown = project.run("inspect", documents[1]["run"]["id"], "--case", "refund-annual#2")
     assert shown.code == 0 and "long refund take annual" in shown.out, shown
+    # diagnosed over HTTP (the gold passages as the service's override, the recorded history in the
+    # body), every failing turn gets the staged system's label
+    in_stages = diagnosed_lines(project, documents[0]["run"]["id"])
+    over_http = diagnosed_lines(project, documents[1]["run"]["id"], "--config", "oloproof.http.yaml")
+    assert over_http == in_stages and len(in_stages) == 5 + 5, (over_http, in_stages)
+
+
+def diagnosed_lines(project: Project, run_id: str, *args: str) -> list[str]:
+    """What ``inspect DIAGNOSIS_ID`` prints of a gold-context diagnosis of ``run_id``: a line a case."""
+    out = project.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct", *args)
+    assert out.code == 0 and "Recovered under gold context: 4 of 5" in out.out, out
+    object_id = next(w for w in out.out.split() if w.startswith("sha256:"))
+    inspected = project.run("inspect", object_id)
+    assert inspected.code == 0, inspected
+    return [line for line in inspected.out.splitlines() if "#" in line]
 
 
 STANDALONE_KIND = {  # a failing follow-up turn of support_chat -> the support_rag case of the same kind

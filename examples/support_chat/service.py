@@ -12,6 +12,10 @@ Oloproof records: ``evidence.retrieval``, ``evidence.context``, ``evidence.citat
 ``evidence.query_rewrite`` (the query the rewritten follow-up searched for). It runs the same
 ``SupportChat`` as ``oloproof.yaml``, with the same depth, top-k and token budget, and fills the
 context the way Oloproof does for a staged system, so both give the same numbers.
+
+As a debugging override: ``override.passages`` in the body (a list of ``{doc_id, text}``) is the
+context, with no search. ``oloproof.http.yaml`` declares it under ``interventions:``, so diagnose
+can hand a turn its gold passages, with the conversation recorded in the run as its history.
 """
 
 import sys
@@ -19,7 +23,7 @@ import sys
 from aiohttp import web
 
 import app
-from oloproof import Context, ContextItem
+from oloproof import Context, ContextItem, Retrieval
 
 SETTINGS = app.SupportChat.__oloproof_rag_system__
 CHAT = app.SupportChat()
@@ -40,11 +44,18 @@ def assemble(candidates) -> dict:
     return {"items": items, "dropped": dropped, "token_budget": SETTINGS.token_budget}
 
 
-def answer(question: str, history: list) -> dict:
-    """Retrieve with the conversation, fill the context, generate: the response body."""
+def answer(question: str, history: list, passages: list | None = None) -> dict:
+    """Retrieve with the conversation, fill the context, generate: the response body. Given
+    ``passages``, they are the context and nothing is retrieved."""
     turn = {"question": question}
-    retrieval = CHAT.retrieve(turn, SETTINGS.depth, history=history)
-    context = assemble(retrieval.candidates)
+    if passages is None:
+        retrieval = CHAT.retrieve(turn, SETTINGS.depth, history=history)
+        context = assemble(retrieval.candidates)
+    else:
+        retrieval = Retrieval(query=app.rewrite(question, history), depth=SETTINGS.depth, candidates=())
+        context = {"items": [{"doc_id": p["doc_id"], "position": position, "tokens": len(p["text"].split()),
+                              "text": p["text"]} for position, p in enumerate(passages, 1)],
+                   "dropped": [], "source": "override"}
     given = Context(items=tuple(ContextItem(**item) for item in context["items"]))
     output = CHAT.generate(turn, given, history=history)
     return {"result": output,
@@ -60,13 +71,17 @@ async def chat(request: web.Request) -> web.Response:
     try:
         body = await request.json()
         question, history = body["question"], body.get("history", [])
+        passages = (body.get("override") or {}).get("passages")
         if not isinstance(question, str) or not isinstance(history, list) or not all(
                 isinstance(turn, dict) and isinstance(turn.get("input"), dict) for turn in history):
             raise TypeError
-    except (ValueError, KeyError, TypeError):
-        return web.json_response({"error": 'send {"question": "...", "history": [{"input": ..., "output": ...}]}'},
-                                 status=400)
-    return web.json_response(answer(question, history))
+        if passages is not None and not all(isinstance(p, dict) and isinstance(p.get("text"), str)
+                                            and isinstance(p.get("doc_id"), str) for p in passages):
+            raise TypeError
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return web.json_response({"error": 'send {"question": "...", "history": [{"input": ..., "output": ...}], '
+                                           '"override": {"passages": [{"doc_id": ..., "text": ...}]}}'}, status=400)
+    return web.json_response(answer(question, history, passages))
 
 
 def make_app() -> web.Application:
