@@ -45,7 +45,7 @@ def execute_waves(run: Any, items: Sequence[Case]) -> tuple[list[Case], list[Exe
     waves: dict[int, list[int]] = {}
     for i, case in enumerate(cases):
         waves.setdefault(turn_of(case), []).append(i)
-    if len(waves) == 1:  # nothing waits for an earlier turn: one call, as a run without conversations
+    if set(waves) == {1}:  # nothing waits for an earlier turn: one call, as a run without conversations
         done, interrupted = run(cases)
         return cases, done, interrupted
     history: dict[tuple[str, int], list[dict]] = {}  # (conversation, trial) -> the turns so far

@@ -163,7 +163,7 @@ def same_failure_lines(outcome: Any) -> list[str]:
     for criterion in outcome.summaries:
         same = outcome.tally.same[criterion]
         reason = same.reason
-        if reason is None:
+        if reason is None or criterion.endswith(" (all turns)"):  # its reason is the turn: the First failing turn: line
             continue
         n, fields = same.judged, set(same.fields)
         line = f"Failed: every {criterion} judgment ({n} of {n}) failed with {reason}"

@@ -16,7 +16,7 @@ from oloproof_core.decisions.compare import Pairing
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.identity import digest
 from oloproof_core.results.view import case_changes, change_of, paired_entry
-from oloproof_core.workflows.diagnose import Diagnosis
+from oloproof_core.workflows.diagnose import Diagnosis, replayed_history
 
 
 
@@ -62,6 +62,8 @@ class Headroom(Diagnosis):
         if gone:
             raise ConfigError(f"case {gone[0]!r} of {run_id} is no longer in the case file",
                               fix="measure headroom on a run of the current cases")
+        # a conversation's turn: re-executed with the history the run recorded (conversations.md)
+        self.cases, _ = replayed_history(self.cases, {r["id"]: r for r in self.records}, suite.cases)
         self.clustered = bool((self.header.get("design") or {}).get("cluster"))
         if sequential is not None and (self.trials > 1 or self.clustered):
             raise ConfigError(f"{run_id} has {'trials' if self.trials > 1 else 'clusters'}, and --until-decided "

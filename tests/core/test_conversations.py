@@ -431,6 +431,12 @@ def test_diagnosing_a_turn_replays_its_recorded_history(chat: Project) -> None:
     assert wrong.code == 2 and "case 'talk#1' did not fail answer_correct" in wrong.err
     whole = chat.run("diagnose", run_id, "--intervention", "gold-context", "--criterion", "answer_correct (all turns)")
     assert whole.code == 2 and "diagnose the turns that failed: --criterion answer_correct" in whole.err
+    # headroom re-executes every turn, each with its recorded history too
+    (chat.root / "history.log").unlink()
+    headroom = chat.run("headroom", run_id, "--intervention", "gold-context", "--criterion", "answer_correct")
+    assert headroom.code == 0, headroom
+    logged = [json.loads(line) for line in (chat.root / "history.log").read_text().splitlines()]
+    assert sorted(map(json.dumps, logged)) == sorted(map(json.dumps, [recorded] * 2 + [[]] * 4))
 
 
 def test_json_and_junit_carry_the_turns(chat: Project) -> None:
@@ -456,3 +462,14 @@ def test_json_and_junit_carry_the_turns(chat: Project) -> None:
     # a conversation criterion is one test case a conversation, on its last turn
     assert ("refund", "refund#3 · answer_correct (all turns)") in shown
     assert ("refund", "refund#1 · answer_correct (all turns)") not in shown
+
+
+def test_a_turn_selected_without_its_earlier_turns_is_missing(chat: Project) -> None:
+    result = chat.run("run", "--filter", "id=refund#2")
+    assert result.code == 0, result
+    _, _, rows = records(chat.root)
+    assert [(r["id"], r["missing"]) for r in rows] == [("refund#2", "earlier_turn_missing: refund#1")]
+    whole = chat.run("run", "--filter", "metadata.conversation=refund")
+    assert whole.code == 0, whole
+    _, _, rows = records(chat.root)
+    assert [r["id"] for r in rows] == ["refund#1", "refund#2", "refund#3"] and all("missing" not in r for r in rows)
