@@ -220,6 +220,9 @@ def diagnosed(project: Project, *args: str) -> dict[str, str]:
     """Each diagnosed case's line of ``inspect DIAGNOSIS_ID``, without the case id, by case id."""
     out = project.run("diagnose", "latest", "--intervention", "gold-context", "--criterion", "answer_correct", *args)
     assert out.code == 0, out
+    if args:  # a turn: re-executed with the recorded conversation, and a stable failure in the control
+        assert "History: each turn was re-executed with the earlier turns recorded in the run" in out.out, out
+        assert "Control: 0 of 1 passed" in out.out and "History differs" not in out.out, out
     object_id = next(w for w in out.out.split() if w.startswith("sha256:"))
     inspected = project.run("inspect", object_id)
     assert inspected.code == 0, inspected
