@@ -16,11 +16,6 @@ from oloproof_core.model.records import Case, Execution, Judgment
 CLUSTER = "metadata.conversation"  # the unit of a suite with conversations, always
 
 
-def has_conversations(cases: Iterable[Case]) -> bool:
-    """Whether any case is a conversation's turn (one pass over the cases)."""
-    return any(is_turn(case) for case in cases)
-
-
 def whole_batches(cases: Iterable[Case], size: int) -> Iterator[list[Case]]:
     """``cases`` in lists of about ``size``, read as needed; a list never ends inside a
     conversation (its turns are consecutive in the cases), so it may run a little longer."""
@@ -71,18 +66,9 @@ def execute_waves(run: Any, items: Sequence[Case]) -> tuple[list[Case], list[Exe
                 broken.setdefault(key, cases[i].id)
             elif key not in broken:
                 history.setdefault(key, []).append({"input": cases[i].input, "output": execution.output})
-        if interrupted:
-            return cases, done_or_none(done, waves, k), True
+        if interrupted:  # the later waves are not run: None, interrupted
+            return cases, done, True
     return cases, done, False
-
-
-def done_or_none(done: list, waves: dict[int, list[int]], k: int) -> list:
-    """After Ctrl-C in wave ``k``: the later waves are not run (None: interrupted)."""
-    for later in waves:
-        if later > k:
-            for i in waves[later]:
-                done[i] = None
-    return done
 
 
 LAST_TURN = "judged_on_last_turn"  # a conversation criterion's reason on every turn but the last

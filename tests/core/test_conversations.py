@@ -473,3 +473,28 @@ def test_a_turn_selected_without_its_earlier_turns_is_missing(chat: Project) -> 
     assert whole.code == 0, whole
     _, _, rows = records(chat.root)
     assert [r["id"] for r in rows] == ["refund#1", "refund#2", "refund#3"] and all("missing" not in r for r in rows)
+
+
+def test_a_large_case_file_streams_conversations_as_a_small_one_reads_them(tmp_path: Path, monkeypatch) -> None:
+    import oloproof_core.config.cases as cases_module
+
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CONVERSATIONS))
+    held = [c.id for c in load_cases("cases.jsonl", tmp_path)]
+    monkeypatch.setattr(cases_module, "HELD_BYTES", 10)  # read as a stream, checked in one pass
+    stream = load_cases("cases.jsonl", tmp_path)
+    assert isinstance(stream, cases_module.CaseStream)
+    seen = []
+    stream.check(lambda case: seen.append(case.id))
+    assert seen == held and len(stream) == 6 and [c.id for c in stream] == held
+    assert [[c.id for c in b] for b in whole_batches(stream, 2)] == [
+        ["plain", "refund#1", "refund#2", "refund#3"], ["broken#1", "broken#2"]]
+
+
+def test_a_policy_gates_on_a_conversation_criterion(chat: Project) -> None:
+    chat.write("oloproof.yaml", CONFIG + POLICY.replace("answer_correct, min", '"answer_correct (all turns)", min')
+               % 0.99)
+    chat.cases(CONVERSATIONS[:2])  # no missing conversation, which the gate would count at both ends
+    result = chat.run("run")
+    # 1 of 2 observed conversations passed every turn: the exact interval [1.3%, 98.7%] is below 0.99
+    assert result.code == 1, result
+    assert "answer_correct (all turns)" in result.out and "FAIL" in result.out

@@ -129,3 +129,36 @@ def test_a_bad_history_path_is_a_config_error(project: Project) -> None:
     project.write("oloproof.yaml", SUITE % "http: {url: 'http://127.0.0.1:9/', history_path: 'a..b'}")
     result = project.run("run")
     assert result.code == 2 and "history_path: 'a..b' is not a dotted body path" in result.err, result
+
+
+def test_the_query_rewrite_artifact_checks_its_shape() -> None:
+    from oloproof_query_rewrite_artifact import QueryRewriteArtifact
+
+    from oloproof import ArtifactError
+
+    artifact = QueryRewriteArtifact()
+    assert artifact.to_data({"query": "annual plan refunds"}) == {"query": "annual plan refunds"}
+    assert artifact.to_data("annual plan refunds") == {"query": "annual plan refunds"}  # a bare text is the query
+    for bad, problem in (({"query": 3}, "query: expected text, got 3"), ({"q": "x"}, "q: unknown field"),
+                         (["x"], "expected an object with query")):
+        with pytest.raises(ArtifactError) as err:
+            artifact.to_data(bad)
+        assert problem in err.value.problem
+
+
+def test_a_callable_records_what_it_searched_for(project: Project) -> None:
+    project.write("app.py", """
+        from oloproof import current_case, system
+
+        @system(name="chat", version="1", records=["query_rewrite/v1"])
+        def run(input, history):
+            query = " ".join([*(t["input"]["q"] for t in history), input["q"]])
+            current_case().record("query_rewrite/v1", {"query": query})
+            return {"answer": query}
+    """)
+    project.cases(CASES[:1])
+    project.write("oloproof.yaml", SUITE % "callable: app:run")
+    assert project.run("run").code == 0
+    _, rows = summary(project)
+    assert [r["artifacts"]["query_rewrite/v1"] for r in rows] == [
+        [{"query": "refund"}], [{"query": "refund annual"}], [{"query": "refund annual monthly"}]]
