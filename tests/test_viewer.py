@@ -208,6 +208,17 @@ def visit(driver, url: str, shot: str | None = None):
     return driver
 
 
+def follow(driver, element, shot: str | None = None):
+    """Click a link or a form's button and load the page it leads to, once the browser has left
+    the current one (a click does not wait for the navigation it starts)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    before = driver.current_url
+    element.click()
+    WebDriverWait(driver, 60).until(lambda d: d.current_url != before)
+    return visit(driver, driver.current_url, shot)
+
+
 def cells(driver, table_id: str) -> list[list[str]]:
     from selenium.webdriver.common.by import By
 
@@ -249,14 +260,12 @@ def test_every_page_renders_links_through_and_shows_the_run_s_numbers(browser, e
 
         visit(browser, f"{viewer.url}/runs/{example['base_id']}/cases/refund_review", "case")
         failed = visit(browser, f"{viewer.url}/runs/{example['base_id']}?criterion=answer_correct&status=failed")
-        failed.find_element(By.LINK_TEXT, "money_back").click()
-        case = visit(browser, browser.current_url)
+        case = follow(browser, failed.find_element(By.LINK_TEXT, "money_back"))
         assert "Case money_back" in case.find_element(By.TAG_NAME, "h1").text
         assert case.find_elements(By.CSS_SELECTOR, "table.judgments tr")
         child_link = case.find_element(By.CSS_SELECTOR, f"a[href='/runs/{example['children'][0]}/cases/money_back']")
         assert child_link.text == "gold context"
-        child_link.click()
-        child = visit(browser, browser.current_url)
+        child = follow(browser, child_link)
         assert example["children"][0] in child.current_url and "Case money_back" in child.page_source
 
         diagnosis = visit(browser, f"{viewer.url}/objects/{example['diagnosis']}", "diagnosis")
@@ -304,8 +313,7 @@ def test_a_hostile_case_renders_inert(browser, hostile, tmp_path):
     viewer = Viewer(hostile["dir"])
     try:
         run = visit(browser, f"{viewer.url}/runs/{hostile['run_id']}")
-        run.find_element(By.PARTIAL_LINK_TEXT, "x<script>").click()
-        case = visit(browser, browser.current_url)
+        case = follow(browser, run.find_element(By.PARTIAL_LINK_TEXT, "x<script>"))
         assert json.dumps(PAYLOAD) in case.find_element(By.CSS_SELECTOR, "pre.output").text
         assert case.execute_script("return window.__xss === undefined")
         assert not case.find_elements(By.CSS_SELECTOR, "img, script, a[href^='javascript:']")
@@ -344,8 +352,8 @@ def test_the_headroom_page_draws_each_interval_and_links_the_cases_fixed_and_bro
         runs = visit(browser, viewer.url + "/")
         runs.find_element(By.CSS_SELECTOR, f"a[href='/objects/{doc['id'].replace(':', '%3A')}']")
         diagnosis = visit(browser, f"{viewer.url}/objects/{headroom['diagnosis']}")
-        diagnosis.find_element(By.LINK_TEXT, doc["id"]).click()  # the diagnosis page links the run's headroom
-        page = visit(browser, browser.current_url, "headroom")
+        # the diagnosis page links the run's headroom
+        page = follow(browser, diagnosis.find_element(By.LINK_TEXT, doc["id"]), "headroom")
         assert "Headroom" in page.find_element(By.TAG_NAME, "h1").text
         shown = cells(page, "headroom")
         assert [r[1] for r in shown] == [r["label"] for r in doc["rows"]]
@@ -362,8 +370,7 @@ def test_the_headroom_page_draws_each_interval_and_links_the_cases_fixed_and_bro
         fixed = page.find_element(By.CSS_SELECTOR, "#headroom tr:nth-child(2) td.fixed")
         links = [a for a in fixed.find_elements(By.TAG_NAME, "a") if a.text != "control"]
         assert [a.text for a in links] == gold["fixed"]
-        links[0].click()
-        case = visit(browser, browser.current_url)
+        case = follow(browser, links[0])
         assert f"/runs/{gold['run']}/cases/{gold['fixed'][0]}" in case.current_url
         assert f"Case {gold['fixed'][0]}" in case.find_element(By.TAG_NAME, "h1").text
         printed = visit(browser, f"{viewer.url}/objects/{doc['id']}").find_element(By.ID, "printed").text
@@ -408,33 +415,26 @@ def test_sort_filter_and_search_return_the_right_cases_of_a_10000_case_run(brows
         assert "1429 cases failing or missing ok" in page.find_element(By.ID, "failures").text
         Select(page.find_element(By.NAME, "criterion")).select_by_visible_text("ok")
         Select(page.find_element(By.NAME, "status")).select_by_visible_text("failed")
-        page.find_element(By.CSS_SELECTOR, "form.filters button").click()
-        failed = visit(browser, browser.current_url)
+        failed = follow(browser, page.find_element(By.CSS_SELECTOR, "form.filters button"))
         assert "1429 of 10000 cases" in failed.page_source
         assert [r[0] for r in cells(failed, "cases")][:3] == ["case-00000", "case-00007", "case-00014"]
-        failed.find_element(By.LINK_TEXT, "next").click()
-        second = visit(browser, browser.current_url)
+        second = follow(browser, failed.find_element(By.LINK_TEXT, "next"))
         assert [r[0] for r in cells(second, "cases")][0] == f"case-{7 * 50:05d}"
 
         page = visit(browser, f"{viewer.url}/runs/{big['run_id']}")
         page.find_element(By.NAME, "q").send_keys("question 4242")
-        page.find_element(By.CSS_SELECTOR, "form.filters button").click()
-        found = visit(browser, browser.current_url)
+        found = follow(browser, page.find_element(By.CSS_SELECTOR, "form.filters button"))
         assert [r[0] for r in cells(found, "cases")] == ["case-04242"]
         found.find_element(By.NAME, "q").clear()
         found.find_element(By.NAME, "q").send_keys("g3")  # a metadata group: 1,000 cases
-        found.find_element(By.CSS_SELECTOR, "form.filters button").click()
-        group = visit(browser, browser.current_url)
+        group = follow(browser, found.find_element(By.CSS_SELECTOR, "form.filters button"))
         assert "1000 of 10000 cases" in group.page_source
 
         page = visit(browser, f"{viewer.url}/runs/{big['run_id']}")
-        page.find_element(By.CSS_SELECTOR, "#cases th a[title='sort by case']").click()
-        page = visit(browser, browser.current_url)
-        page.find_element(By.CSS_SELECTOR, "#cases th a[title='sort by case']").click()  # again: reversed
-        reversed_ = visit(browser, browser.current_url)
+        page = follow(browser, page.find_element(By.CSS_SELECTOR, "#cases th a[title='sort by case']"))
+        reversed_ = follow(browser, page.find_element(By.CSS_SELECTOR, "#cases th a[title='sort by case']"))  # again
         assert [r[0] for r in cells(reversed_, "cases")][:2] == ["case-09999", "case-09998"]
-        reversed_.find_element(By.CSS_SELECTOR, "#cases th a[title='sort by ok']").click()
-        by_ok = visit(browser, browser.current_url, "browse")
+        by_ok = follow(browser, reversed_.find_element(By.CSS_SELECTOR, "#cases th a[title='sort by ok']"), "browse")
         shown = cells(by_ok, "cases")
         assert [r[1] for r in shown] == ["failed"] * 50 and shown[0][0] == "case-00000", "failed first"
     finally:
@@ -484,8 +484,7 @@ def test_the_compare_form_opens_the_side_by_side_diff_of_a_changed_case(browser,
         runs = visit(browser, viewer.url + "/")
         for box in runs.find_elements(By.CSS_SELECTOR, "#compare-form input[type=checkbox]"):
             box.click()
-        runs.find_element(By.CSS_SELECTOR, "#compare-form button[type=submit]").click()
-        pair = visit(browser, browser.current_url, "pair")
+        pair = follow(browser, runs.find_element(By.CSS_SELECTOR, "#compare-form button[type=submit]"), "pair")
         assert "/compare?" in pair.current_url
         assert changed["second"] in pair.find_element(By.CSS_SELECTOR, "div.side p").text, "the newer run is the candidate"
         case = pair.find_element(By.ID, "pair-refund_time")
@@ -498,8 +497,7 @@ def test_the_compare_form_opens_the_side_by_side_diff_of_a_changed_case(browser,
         verdicts = cells_of(case.find_element(By.CSS_SELECTOR, "table.verdicts"))
         assert verdicts == [["answer_correct", "passed", "", "failed", "expected_text_not_found"]]
         assert not pair.find_elements(By.ID, "pair-refund_rule"), "same output and verdict: not a changed case"
-        pair.find_element(By.PARTIAL_LINK_TEXT, "fixed").click()
-        fixed = visit(browser, browser.current_url)
+        fixed = follow(browser, pair.find_element(By.PARTIAL_LINK_TEXT, "fixed"))
         assert not fixed.find_elements(By.ID, "pair-refund_time")
     finally:
         assert viewer.stop() == 0
@@ -519,8 +517,7 @@ def test_the_suite_page_draws_the_trend_of_each_metric(browser, example):
     viewer = Viewer(example["dir"])
     try:
         runs = visit(browser, viewer.url + "/")
-        runs.find_element(By.CSS_SELECTOR, "a.suite").click()
-        suite = visit(browser, browser.current_url, "suite")
+        suite = follow(browser, runs.find_element(By.CSS_SELECTOR, "a.suite"), "suite")
         chart = suite.find_element(By.ID, "trend-answer_correct")
         assert len(chart.find_elements(By.CSS_SELECTOR, "circle.estimate")) == 2
         assert len(chart.find_elements(By.CSS_SELECTOR, "line.interval")) == 2
@@ -557,8 +554,7 @@ def test_a_conversation_reads_as_a_transcript_from_the_run_page(browser, convers
         field.submit()
         narrowed = visit(browser, browser.current_url)
         assert [r[0] for r in cells(narrowed, "cases")] == ["refund-annual#1", "refund-annual#2", "refund-annual#3"]
-        narrowed.find_element(By.LINK_TEXT, "refund-annual#2").click()
-        case = visit(browser, browser.current_url, "conversation")
+        case = follow(browser, narrowed.find_element(By.LINK_TEXT, "refund-annual#2"), "conversation")
         shown = case.find_elements(By.CSS_SELECTOR, "ol.transcript > li")
         assert len(shown) == 3
         assert [li.get_attribute("class") for li in shown] == ["turn", "turn current", "turn"]
@@ -571,8 +567,7 @@ def test_a_conversation_reads_as_a_transcript_from_the_run_page(browser, convers
         # the current turn is set apart where a reader sees it, not only in the markup
         marked = shown[1].value_of_css_property("border-left-color")
         assert marked != shown[0].value_of_css_property("border-left-color")
-        shown[2].find_element(By.LINK_TEXT, "Turn 3").click()
-        third = visit(browser, browser.current_url)
+        third = follow(browser, shown[2].find_element(By.LINK_TEXT, "Turn 3"))
         assert "Case refund-annual#3" in third.find_element(By.TAG_NAME, "h1").text
         assert third.find_element(By.CSS_SELECTOR, "ol.transcript > li.current").text.startswith("Turn 3")
 

@@ -6,6 +6,7 @@ the next run completes."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
@@ -70,6 +71,14 @@ def rows(db: Path, ns: str) -> int:
         return con.execute("SELECT count(*) FROM cache WHERE ns = ?", (ns,)).fetchone()[0]
 
 
+def judged(db: Path) -> int:
+    """The judgments the judgment cache holds: a row is a case execution's judgments by evaluator
+    identity (docs/caching.md), so a new rubric adds judgments to the rows already there."""
+    with contextlib.closing(sqlite3.connect(db, timeout=30)) as con:
+        values = [json.loads(v) for (v,) in con.execute("SELECT value FROM cache WHERE ns = 'judgment'")]
+    return sum(len(v) if isinstance(v, dict) else 1 for v in values)
+
+
 def logged(path: Path, before: float) -> int:
     if not path.exists():
         return 0
@@ -102,7 +111,7 @@ def test_sigkill_at_random_points_loses_nothing_finished(tmp_path):
             version = k if phase == "run" else 0
             (root / "oloproof.yaml").write_text(config(standin.openai_url, version, k))
             log = root / f"kill{k}.log"
-            executions, judgments = rows(db, "execution"), rows(db, "judgment")
+            executions, judgments = rows(db, "execution"), judged(db)
             replied = len(standin.replied)
             args = {"run": ("run",), "judge": ("run",),
                     "diagnose": ("diagnose", baseline, "--intervention", "gold-context", "--criterion",
@@ -138,7 +147,7 @@ def test_sigkill_at_random_points_loses_nothing_finished(tmp_path):
                 assert rows(db, "execution") - executions >= logged(log, killed_at - GRACE), phase
             if phase == "judge":
                 paid = sum(1 for t in standin.replied[replied:] if t < killed_at - GRACE)
-                assert rows(db, "judgment") - judgments >= paid, (phase, paid)
+                assert judged(db) - judgments >= paid, (phase, paid)
             standin.faults.clear()
             (root / "oloproof.yaml").write_text(config(standin.openai_url, version, k))
             after = olo("run")
