@@ -55,11 +55,7 @@ def conversation_cases(obj: dict, where: str, at: str,
     if metadata is not None and type(metadata) is not dict or metadata is None and "metadata" in obj:
         raise ConfigError(f"{at}.metadata: expected a JSON object, got {metadata!r}", where=where,
                           fix='write "metadata": {...}')
-    for reserved in ("conversation", "turn", "needs_history"):
-        if reserved in (metadata or {}):
-            raise ConfigError(f"{at}.metadata.{reserved}: set by Oloproof for every turn", where=where,
-                              fix=f"rename the key {reserved!r}" + (", or set needs_history on the turn"
-                                                                   if reserved == "needs_history" else ""))
+    _no_reserved(metadata or {}, at, where, on_turn=", or set needs_history on the turn")
     cases = []
     for k, turn in enumerate(turns, 1):
         spot, here = f"{at}.turns[{k - 1}]", turn_where(k - 1) if turn_where is not None else where
@@ -88,13 +84,19 @@ def _turn_case(turn: Any, conversation: str, k: int, metadata: Mapping, at: str,
         raise ConfigError(f"{at}.needs_history: expected true or false, got {needs!r}", where=where,
                           fix="write needs_history: true (YAML's yes/no are text)")
     own = turn.get("metadata", {})
-    for reserved in ("conversation", "turn", "needs_history"):
-        if reserved in own:
-            raise ConfigError(f"{at}.metadata.{reserved}: set by Oloproof for every turn", where=where,
-                              fix=f"rename the key {reserved!r}")
+    _no_reserved(own, at, where)
     return Case(id=turn_id(conversation, k), input=turn["input"], expected=turn.get("expected", {}),
                 metadata={**metadata, **own, "conversation": conversation, "turn": k, "needs_history": needs},
                 source=where if at.startswith("$.") else f"{where}: {at}")
+
+
+def _no_reserved(metadata: Mapping, at: str, where: str, on_turn: str = "") -> None:
+    """A located error for a metadata key Oloproof sets on every turn; ``on_turn``: the fix's
+    addition for ``needs_history`` (a conversation's metadata: it belongs on the turn)."""
+    for reserved in ("conversation", "turn", "needs_history"):
+        if reserved in metadata:
+            raise ConfigError(f"{at}.metadata.{reserved}: set by Oloproof for every turn", where=where,
+                              fix=f"rename the key {reserved!r}" + (on_turn if reserved == "needs_history" else ""))
 
 
 def check_turn_ids(cases: list[Case]) -> list[Case]:

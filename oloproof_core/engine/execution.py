@@ -47,7 +47,7 @@ def execution_key(identity: str, case: Case) -> str:
     if case.trial:
         parts.append(digest({"trial": case.trial}))
     if case.history:
-        parts.append(digest({"history": [dict(entry) for entry in case.history]}))
+        parts.append(digest({"history": case.history_data()}))
     return combine(identity, *parts)
 
 

@@ -140,7 +140,7 @@ class Recorder:
     def history(self) -> list[dict]:
         """A conversation's earlier turns of this run, each ``{"input": ..., "output": ...}``, in
         order ([] for a first turn or a case that is not a conversation's; docs/conversations.md)."""
-        return [dict(entry) for entry in self.case.history]
+        return self.case.history_data()
 
     def record(self, artifact_type: str, value: Any, *, source: str | None = None) -> None:
         """Record ``value`` as an artifact of ``artifact_type`` (validated when the case ends).

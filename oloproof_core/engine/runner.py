@@ -10,7 +10,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import islice
 from typing import Any
 
 import attrs
@@ -72,13 +71,6 @@ def new_run_id(milliseconds: int | None = None, randomness: bytes | None = None)
         milliseconds = time.time_ns() // 1_000_000
     value = (milliseconds << 80) | int.from_bytes(os.urandom(10) if randomness is None else randomness)
     return "run_" + "".join(CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
-
-
-def batches(cases: Iterable[Case], size: int) -> Iterator[list[Case]]:
-    """``cases`` in lists of ``size``, read as they are needed."""
-    it = iter(cases)
-    while batch := list(islice(it, size)):
-        yield batch
 
 
 def with_trials(suite: Suite, items: Sequence[Case], executions: list, judgments: list[dict]) -> Iterator[tuple]:
@@ -208,7 +200,7 @@ def case_record(result: CaseResult, criteria: Iterable[str], trials: bool) -> di
     if trials:  # every trial's execution and judgments; the top level is the first trial's
         record["trials"] = [{**(e or Execution(missing="interrupted")).to_data(),
                              "judgments": {k: j.to_data() for k, j in js.items()},
-                             **({"history": [dict(h) for h in c.history]} if c.history else {})}
+                             **({"history": c.history_data()} if c.history else {})}
                             for e, js, c in result.trials]
     return record
 

@@ -36,10 +36,15 @@ class Case:
     # filled when it executes (docs/conversations.md); () for every other case
     history: tuple[Mapping[str, JSON], ...] = field(default=(), converter=as_tuple)
 
+    def history_data(self) -> list[dict]:
+        """The earlier turns as plain data, each ``{"input": ..., "output": ...}`` ([] for a first
+        turn or a case that is not a conversation's): what a system, a record and a key are given."""
+        return [dict(entry) for entry in self.history]
+
     def to_data(self) -> dict:
         data = {"id": self.id, "input": self.input, "expected": self.expected, "metadata": self.metadata}
         if self.history:  # only a later turn's: the record of a case without history is unchanged
-            data["history"] = [dict(entry) for entry in self.history]
+            data["history"] = self.history_data()
         return data
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from oloproof_core.config.turns import turn_id
+from oloproof_core.model.records import LAST_TURN
 from oloproof_core.storage.query import checked_query, matches, sort_key
 
-from oloproof_core.model.records import LAST_TURN as ON_LAST_TURN
 MOST_TURNS = 1000  # a transcript stops here: a page is for reading, and ids are looked up one by one
 
 
@@ -23,7 +24,7 @@ def turn_of(record: dict) -> tuple[str, int] | None:
     case = record.get("case") if isinstance(record.get("case"), dict) else {}
     metadata = case.get("metadata") if isinstance(case.get("metadata"), dict) else {}
     conversation, turn = metadata.get("conversation"), metadata.get("turn")
-    if type(conversation) is str and type(turn) is int and turn >= 1 and record.get("id") == f"{conversation}#{turn}":
+    if type(conversation) is str and type(turn) is int and turn >= 1 and record.get("id") == turn_id(conversation, turn):
         return conversation, turn
     return None
 
@@ -40,7 +41,7 @@ def turn_records(store: Any, run_id: str, conversation: str, known: dict | None 
     at = turn_of(known)[1] if known is not None and turn_of(known) is not None else 0
     out = []
     for k in range(1, MOST_TURNS + 1):
-        record = known if k == at else lookup(run_id, f"{conversation}#{k}")
+        record = known if k == at else lookup(run_id, turn_id(conversation, k))
         if record is None or turn_of(record) != (conversation, k):
             if k < at:
                 continue
@@ -55,11 +56,11 @@ def conversation_verdicts(header: dict, records: list[dict]) -> list[dict]:
     others as ``judged_on_last_turn``: criterion, the judgment, and the judge's identity
     (``provider/model, prompt version``) when an LLM judged it."""
     named = [c for r in records for c, j in (r.get("judgments") or {}).items()
-             if isinstance(j, dict) and j.get("reason") == ON_LAST_TURN]
+             if isinstance(j, dict) and j.get("reason") == LAST_TURN]
     out = []
     for criterion in dict.fromkeys(named):
         judged = [r["judgments"][criterion] for r in records if criterion in (r.get("judgments") or {})
-                  and r["judgments"][criterion].get("reason") != ON_LAST_TURN]
+                  and r["judgments"][criterion].get("reason") != LAST_TURN]
         if not judged:
             continue
         extra = ((header.get("evaluators") or {}).get(criterion) or {}).get("extra") or {}

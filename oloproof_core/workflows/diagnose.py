@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from oloproof_core.config.turns import turn_id
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.records import Case, Execution, Judgment
@@ -380,8 +381,8 @@ def replayed_history(cases: dict[str, Case], records: dict[str, dict], suite_cas
         history = histories[i]
         replayed[i] = attrs.evolve(case, history=tuple(history)) if history else case
         conversation = case.metadata.get("conversation")
-        changed = [f"{conversation}#{k}" for k, turn in enumerate(history, 1)
-                   if canonical(current.get(f"{conversation}#{k}")) != canonical(turn.get("input"))]
+        changed = [turn_id(conversation, k) for k, turn in enumerate(history, 1)
+                   if canonical(current.get(turn_id(conversation, k))) != canonical(turn.get("input"))]
         if changed:
             differs.append({"id": i, "turns": changed})
     return replayed, differs

@@ -45,7 +45,7 @@ class CallableSystem:
 
     def execute(self, case: Any, recorder: Any) -> Any:
         if self.takes_history:  # a conversation's earlier turns, [] at a first turn
-            return self.fn(case.input, history=[dict(entry) for entry in case.history])
+            return self.fn(case.input, history=case.history_data())
         return self.fn(case.input)
 
 

@@ -216,7 +216,7 @@ class HttpSystem:
         places, values = dict(self.options.interventions), dict(overrides or {})
         if case.history:  # the earlier turns, each {"input": ..., "output": ...}, at history_path
             places["history"] = self.options.history_path
-            values["history"] = [dict(entry) for entry in case.history]
+            values["history"] = case.history_data()
         if values:
             payload, extra = with_overrides(dict(case.input), places, values)
             headers = {**headers, **extra}

@@ -124,7 +124,7 @@ class RagSystem:
 
     def _given(self, stage: str, case: Any) -> dict:
         """``history=[...]`` for a stage that declares a ``history`` parameter; nothing otherwise."""
-        return {"history": [dict(entry) for entry in case.history]} if self.takes_history[stage] else {}
+        return {"history": case.history_data()} if self.takes_history[stage] else {}
 
     def _cached(self, stage: str, key: str, use_cache: bool) -> Any:
         found = self.cache.get(stage, key) if use_cache and self.cache is not None else None
@@ -273,8 +273,7 @@ def oloproof_register_systems(registry):
 
 def _history(case: Any) -> dict:
     """A conversation's later turn: the history it was given is part of each stage's key."""
-    history = getattr(case, "history", ())
-    return {"history": [dict(entry) for entry in history]} if history else {}
+    return {"history": case.history_data()} if getattr(case, "history", ()) else {}
 
 
 def _trial(case: Any) -> dict:
