@@ -29,6 +29,30 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
     return judgments, figures
 
 
+def read_kinds(specs: Sequence[Any]) -> frozenset[str] | None:
+    """The artifact types the evaluators read, when every one of them says (``reads``); None when
+    one does not (it may read any)."""
+    kinds: set[str] = set()
+    for spec in specs:
+        reads = getattr(spec.evaluator, "reads", None)
+        if reads is None:
+            return None
+        kinds.update(reads)
+    return frozenset(kinds)
+
+
+def pair_key(case: Case, execution: Execution, kinds: frozenset[str] | None) -> str:
+    """The judgment-cache key of a (case, execution): the digest of the case and the execution's
+    record, less the artifacts no evaluator reads (``kinds``, from :func:`read_kinds`), so that a
+    traced service's measured latencies (``usage/v1``) void no judgment that does not read them.
+    A key that leaves artifacts out names the types it kept; any other is as it always was."""
+    data = execution.to_data()
+    if kinds is not None and any(kind not in kinds for kind in execution.artifacts):
+        data["artifacts"] = {kind: v for kind, v in data["artifacts"].items() if kind in kinds}
+        data["judged_artifacts"] = sorted(kinds)
+    return digest({"case": case.to_data(), "execution": data})
+
+
 def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
                             concurrency: int, use_cache: bool = True, progress: Any = None,
                             writer: CacheWriter | None = None, known: dict | None = None,
@@ -44,7 +68,7 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         writer may not have committed yet: merged into the rows read, and added to.
 
     The judgment cache holds one row a (case, execution): its key the digest of the case and the
-    whole execution record, its value the judgments by evaluator identity digest. An evaluator
+    execution's record (:func:`pair_key`), its value the judgments by evaluator identity digest. An evaluator
     whose identity is in the row is a hit; the others are judged and the row written again with
     their judgments added. The figures count one lookup per judgment, as before.
     """
@@ -52,6 +76,7 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
     identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
+    kinds = read_kinds(specs)
     scoped = any(getattr(spec.evaluator, "scope", "turn") == "conversation" for spec in specs)
     last = last_turns([case for case, _ in pairs]) if scoped else ()  # scope: conversation judges these only
     for i, (case, execution) in enumerate(pairs):
@@ -72,7 +97,7 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
                 judgments[i][evaluator.criterion] = Judgment.missing(execution.unrecorded)
             else:
                 if pair is None:
-                    pair = keys[i] = digest({"case": case.to_data(), "execution": execution.to_data()})
+                    pair = keys[i] = pair_key(case, execution, kinds)
                 todo.append((i, spec, identities[id(spec)]))  # (pair, evaluator, its identity digest)
     # one row a pair: {evaluator identity digest: judgment}; read even without the cache, so that the
     # row written back keeps the judgments of evaluators this run does not re-judge

@@ -26,6 +26,7 @@ class Options:
 class Exact:
     options: Options
     metric = "proportion"
+    reads = ()  # the output alone: no artifact (the judgment cache key leaves the others out)
 
     @property
     def criterion(self) -> str:

@@ -72,7 +72,12 @@ def value_of(any_value: Any) -> Any:
 
 
 def attributes_of(pairs: Any) -> dict:
-    return {kv.key: value_of(kv.value) for kv in pairs}
+    attributes = {}
+    for kv in pairs:
+        value = kv.value
+        which = value.WhichOneof("value")  # most are plain: read here, without value_of's call
+        attributes[kv.key] = getattr(value, which) if which in PLAIN else value_of(value)
+    return attributes
 
 
 KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -311,11 +316,11 @@ class Receiver:
             if pending.complete:
                 return
             pending.waiter = (loop, future)
+        timer = loop.call_at(loop.time() + self.options.grace, _resolve, (future,))  # the grace period's end
         try:
-            async with asyncio.timeout(self.options.grace):
-                await future
-        except TimeoutError:
-            pass
+            await future
+        finally:
+            timer.cancel()
 
     def forget(self, pending: Pending) -> list[dict]:
         with self.lock:

@@ -510,3 +510,39 @@ def test_blank_templates_run_as_they_are(tmp_path):
     assert (tmp_path / "callable" / "cases.jsonl").is_file()
     both = olo("init", "--template", "http", "--example", "basic", "x", cwd=tmp_path)
     assert both.code == 2 and "either --example NAME or --template" in both.err
+
+
+@pytest.mark.slow
+def test_a_measured_latency_voids_only_the_judgments_that_read_it(tmp_path):
+    # a traced service records usage/v1 with the seconds each stage took: they differ on every
+    # execution, and every evaluator here says what it reads, so only the one reading usage/v1 misses
+    project = Project(tmp_path)
+    project.write("app.py", """
+        import time
+
+        from oloproof import current_case, system
+
+        @system(name="timed", version="1", records=("usage/v1",))
+        def run(input):
+            current_case().record("usage/v1", {"tokens": {}, "stages": {"llm": time.perf_counter() % 1}})
+            return {"answer": input["q"]}
+    """)
+    project.cases([case(i) for i in range(4)])
+    suite = """
+        system: {name: timed, version: "1", callable: app:run}
+        cases: cases.jsonl
+        evaluators:
+          - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+    """
+    project.write("oloproof.yaml", suite)
+    assert project.run("run").code == 0
+    again = project.run("run", "--refresh")  # executed afresh: other seconds, the same answers
+    assert cache_lines(again.out)[0] == "Cache: execution 0 hit/4 miss; judgment 4 hit/0 miss", again
+    project.write("oloproof.yaml", suite.rstrip() + "\n          - {type: latency, criterion: fast, max_seconds: 5}\n")
+    assert "judgment 0 hit/8 miss" in project.run("run", "--refresh").out  # a key of its own: both judged
+    timed = project.run("run", "--refresh")
+    assert cache_lines(timed.out)[0] == "Cache: execution 0 hit/4 miss; judgment 0 hit/8 miss", timed
+    # an evaluator that does not say what it reads (regex) may read anything: every artifact is in the key
+    project.write("oloproof.yaml", suite.rstrip() + "\n          - {type: regex, criterion: worded, field: answer, pattern: question}\n")
+    assert "judgment 0 hit/8 miss" in project.run("run", "--refresh").out
+    assert "judgment 0 hit/8 miss" in project.run("run", "--refresh").out
