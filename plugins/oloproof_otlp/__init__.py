@@ -161,7 +161,7 @@ class Pending:
     def __init__(self) -> None:
         self.trace_id = os.urandom(16).hex()
         self.span_id = os.urandom(8).hex()
-        self.spans: list[dict] = []
+        self.spans: list = []  # the protobuf spans filed so far (read into dicts by finish)
         self.complete = False
         self.event: threading.Event | None = None
         self.waiter: tuple | None = None  # (event loop, future) of an asynchronous case
@@ -199,10 +199,15 @@ def wake(woken: list[Pending]) -> None:
             pass
 
 
+WAKE = 16  # cases woken in one turn of the event loop: an export of many cases does not stall the calls
+
+
 def _resolve(futures: list) -> None:
-    for future in futures:
+    for future in futures[:WAKE]:
         if not future.done():
             future.set_result(None)
+    if len(futures) > WAKE:  # the rest after the loop's next look at its sockets
+        futures[0].get_loop().call_soon(_resolve, futures[WAKE:])
 
 
 class Receiver:
@@ -276,7 +281,7 @@ class Receiver:
                 if pending is None:
                     self.figures["late" if trace_id in self.finished else "ignored"] += 1
                     continue
-                pending.spans.append(span_of(span))
+                pending.spans.append(span)  # read into a dict by the case (finish), not here
                 self.figures["spans"] += 1
                 if span.parent_span_id.hex() == pending.span_id and not pending.complete:
                     pending.complete = True
@@ -326,7 +331,8 @@ class Receiver:
         with self.lock:
             self.pending.pop(pending.trace_id, None)
             self.finished.add(pending.trace_id)
-            return list(pending.spans)
+            spans = list(pending.spans)
+        return [span_of(span) for span in spans]
 
     def finish(self, pending: Pending, recorder: Any) -> None:
         """Record what the mappings make of the case's spans, or why there is nothing."""
