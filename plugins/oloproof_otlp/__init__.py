@@ -75,7 +75,11 @@ def attributes_of(pairs: Any) -> dict:
     attributes = {}
     for kv in pairs:
         value = kv.value
-        which = value.WhichOneof("value")  # most are plain: read here, without value_of's call
+        text = value.string_value  # most values are text: one read ("" when the value is not text)
+        if text:
+            attributes[kv.key] = text
+            continue
+        which = value.WhichOneof("value")
         attributes[kv.key] = getattr(value, which) if which in PLAIN else value_of(value)
     return attributes
 
