@@ -99,11 +99,14 @@ class ClaimJudge(LLMJudge, abc.ABC):
         reply = self.provider.complete(prompt, system=system)
         text = reply.text if isinstance(reply.text, str) else ""
         value = parse(text)
+        usage = dict(reply.usage or {})
+        if usage:  # a paid call, counted as one (a provider that reports no usage: nothing counted)
+            usage["calls"] = 1
         if value is None:
-            return {"raw": text[:RAW_CHARS], "usage": dict(reply.usage or {})}
+            return {"raw": text[:RAW_CHARS], "usage": usage}
         if self.cache is not None:
             self.cache.put(key, value)
-        return {"value": value, "usage": dict(reply.usage or {}), "cached": False}
+        return {"value": value, "usage": usage, "cached": False}
 
     def evaluate(self, case: Any, execution: Any) -> Judgment:
         context = latest(execution, "context/v1")
@@ -127,7 +130,8 @@ class ClaimJudge(LLMJudge, abc.ABC):
         spent(split)
         if "raw" in split:
             return Judgment(status="missing", reason="judge_unparseable",
-                            detail={"raw": split["raw"], "step": "split", "prompt_version": self.prompt_version})
+                            detail={"raw": split["raw"], "step": "split", "prompt_version": self.prompt_version,
+                                    "usage": usage})
         claims = split["value"][:MAX_CLAIMS]
         if not claims:
             judgment = self.no_claims()
@@ -147,7 +151,7 @@ class ClaimJudge(LLMJudge, abc.ABC):
             if "raw" in asked:
                 return Judgment(status="missing", reason="judge_unparseable",
                                 detail={"raw": asked["raw"], "step": "claim", "claim": claim,
-                                        "prompt_version": self.prompt_version})
+                                        "prompt_version": self.prompt_version, "usage": usage})
             cached += asked["cached"]
             verdict = asked["value"]
             supported = verdict["verdict"] == "pass"

@@ -16,14 +16,17 @@ from oloproof_core.model.untrusted import NotStorable, clean_text, storable
 from oloproof_core.storage.cache_writer import DELAY, CacheWriter
 
 def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
-          concurrency: int, use_cache: bool = True) -> tuple[list[dict], dict]:
+          concurrency: int, use_cache: bool = True, suite_specs: Sequence[Any] | None = None,
+          ) -> tuple[list[dict], dict]:
     """Every evaluator's judgment of every (case, execution), from the judgment cache where it can.
 
     Returns one {criterion: Judgment} a pair, and the cache figures: ``[hits, misses]`` and the
     usage (calls, tokens, cost) the fresh judgments report, per criterion. Ctrl-C raises
-    KeyboardInterrupt once every judgment already made is in the cache.
+    KeyboardInterrupt once every judgment already made is in the cache. ``suite_specs``: see
+    :func:`judge_until_interrupted`.
     """
-    judgments, figures, interrupted = judge_until_interrupted(pairs, specs, store, concurrency, use_cache)
+    judgments, figures, interrupted = judge_until_interrupted(pairs, specs, store, concurrency, use_cache,
+                                                              suite_specs=suite_specs)
     if interrupted:
         raise KeyboardInterrupt
     return judgments, figures
@@ -56,7 +59,7 @@ def pair_key(case: Case, execution: Execution, kinds: frozenset[str] | None) -> 
 def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
                             concurrency: int, use_cache: bool = True, progress: Any = None,
                             writer: CacheWriter | None = None, known: dict | None = None,
-                            ) -> tuple[list[dict], dict, bool]:
+                            suite_specs: Sequence[Any] | None = None) -> tuple[list[dict], dict, bool]:
     """:func:`judge`, but Ctrl-C stops judging and returns what was judged: the judgments not
     made are missing (``interrupted``), and the third value says so.
 
@@ -66,6 +69,9 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         run); None: one of its own, closed before this returns.
     :param known: the rows this run wrote for the same pairs (judgment-cache key -> row), which the
         writer may not have committed yet: merged into the rows read, and added to.
+    :param suite_specs: every evaluator of the suite (default ``specs``): what they read decides the
+        judgment-cache key (:func:`pair_key`), so judging some of them (the relevance judge's two
+        passes, ``oloproof judge validate``) reads the rows a run of the whole suite wrote.
 
     The judgment cache holds one row a (case, execution): its key the digest of the case and the
     execution's record (:func:`pair_key`), its value the judgments by evaluator identity digest. An evaluator
@@ -76,7 +82,7 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
     identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
-    kinds = read_kinds(specs)
+    kinds = read_kinds(specs if suite_specs is None else suite_specs)
     scoped = any(getattr(spec.evaluator, "scope", "turn") == "conversation" for spec in specs)
     last = last_turns([case for case, _ in pairs]) if scoped else ()  # scope: conversation judges these only
     for i, (case, execution) in enumerate(pairs):
@@ -153,9 +159,10 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         if progress is not None:
             progress.step(judge_call=getattr(spec.evaluator, "judge", False) is True)
         spent = judgment.detail.get("usage") if judgment.detail else None
-        if spent:
+        if spent:  # a judge of several calls (claims, relevance) counts them; any other made one
             total = usage.setdefault(criterion, {"calls": 0})
-            total["calls"] += 1
+            if "calls" not in spent:
+                total["calls"] += 1
             for name, value in spent.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     total[name] = total.get(name, 0) + value
@@ -251,12 +258,13 @@ def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, st
             spec.evaluator.bind_cache(PassageCache(store, read=use_cache) if store is not None else None)
     name = suite.relevance_judge
     if name is None:
-        return judge_until_interrupted(pairs, suite.evaluators, store, suite.concurrency, use_cache, progress, writer)
+        return judge_until_interrupted(pairs, suite.evaluators, store, suite.concurrency, use_cache, progress, writer,
+                                       suite_specs=suite.evaluators)
     later = [s for s in suite.evaluators if isinstance(s.evaluator, AtKEvaluator)]
     first = [s for s in suite.evaluators if s not in later]
     known: dict = {}  # the rows the first pass wrote: a pair whose labels did not change has the same row
     judgments, figures, interrupted = judge_until_interrupted(pairs, first, store, suite.concurrency, use_cache,
-                                                              progress, writer, known)
+                                                              progress, writer, known, suite.evaluators)
     derived, failed = [], {}
     for i, (case, execution) in enumerate(pairs):
         verdict = judgments[i].get(name)
@@ -266,7 +274,7 @@ def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, st
             failed[i] = Judgment.missing(f"relevance_judge_{verdict.status}: {verdict.reason}")
     if later and not interrupted:
         more, extra, interrupted = judge_until_interrupted(derived, later, store, suite.concurrency, use_cache,
-                                                           progress, writer, known)
+                                                           progress, writer, known, suite.evaluators)
         for i, row in enumerate(more):
             judgments[i].update({c: failed.get(i, j) if j.status == "excluded" else j for c, j in row.items()})
         hits, misses = extra["judgment"]

@@ -56,7 +56,7 @@ def judge_labels(suite: Any, store: Any, spec: Any, pairs: list[tuple[Any, Execu
     """The evaluator's judgment of each (case, execution), through the judgment cache the runs use."""
     from oloproof_core.engine.judging import judge
 
-    judgments, figures = judge(pairs, [spec], store, suite.concurrency)
+    judgments, figures = judge(pairs, [spec], store, suite.concurrency, suite_specs=suite.evaluators)
     criterion = spec.evaluator.criterion
     return [j[criterion] for j in judgments], figures.get("usage", {}).get(criterion, {})
 

@@ -79,12 +79,15 @@ class RelevanceJudge(LLMJudge):
         reply = self.provider.complete(self.template.substitute(question=question, passage=text), system=self.system)
         reply_text = reply.text if isinstance(reply.text, str) else ""
         parsed = parse_grade(reply_text)
+        usage = dict(reply.usage or {})
+        if usage:  # a paid call, counted as one (a provider that reports no usage: nothing counted)
+            usage["calls"] = 1
         if parsed is None:
-            return {"raw": reply_text[:RAW_CHARS], "usage": dict(reply.usage or {})}
+            return {"raw": reply_text[:RAW_CHARS], "usage": usage}
         graded = {"grade": parsed[0], "rationale": parsed[1]}
         if self.cache is not None:
             self.cache.put(key, graded)
-        return {**graded, "usage": dict(reply.usage or {})}
+        return {**graded, "usage": usage}
 
     def evaluate(self, case: Any, execution: Any) -> Judgment:
         retrieval = latest(execution, "retrieval/v1")
@@ -103,7 +106,7 @@ class RelevanceJudge(LLMJudge):
             if "raw" in graded:
                 return Judgment(status="missing", reason="judge_unparseable",
                                 detail={"raw": graded["raw"], "doc_id": passage["doc_id"],
-                                        "prompt_version": self.prompt_version})
+                                        "prompt_version": self.prompt_version, "usage": usage})
             cached += bool(graded.pop("cached", False))
             label = {"doc_id": passage["doc_id"], "grade": graded["grade"], "rationale": graded["rationale"]}
             if passage.get("chunk_id") is not None:

@@ -204,7 +204,8 @@ def test_the_claim_judges_ask_a_provider_once_to_split_and_once_a_claim(wire, mo
         assert got.detail["claims"] == [
             {"claim": "Refunds take 14 days.", "verdict": "supported", "passage": "kb-1#2", "rationale": "kb-1"},
             {"claim": "Refunds are free.", "verdict": "unsupported", "passage": None, "rationale": "no passage says so"}]
-        assert got.detail["usage"] == {"input_tokens": 300, "output_tokens": 60}  # every call counted
+        # every call counted: the run's usage line says 3 calls, not one a judgment
+        assert got.detail["usage"] == {"input_tokens": 300, "output_tokens": 60, "calls": 3}
         assert judge.identity["prompt_version"] == "claims/v1" and "split_prompt_sha256" in judge.identity
         strict = ClaimsJudge(Options(**common, threshold=1.0))
         assert strict.metric == "proportion" and strict.evaluate(case, done).status == "fail"
@@ -213,6 +214,7 @@ def test_the_claim_judges_ask_a_provider_once_to_split_and_once_a_claim(wire, mo
         standin.rules.insert(0, ("Split the answer into its claims", "Claims: refunds take 14 days."))
         broken = judge.evaluate(case, done)  # an unreadable split is missing, never a verdict
         assert (broken.status, broken.reason, broken.detail["step"]) == ("missing", "judge_unparseable", "split")
+        assert broken.detail["usage"]["calls"] == 1  # an unreadable reply was paid for: counted
         assert ContextRecallJudge(RecallOptions(**common)).exclude(
             Case(id="c2", input={"question": "q"}, expected={})) == "no_reference_answer"
 
