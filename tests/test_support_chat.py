@@ -191,6 +191,10 @@ def test_over_http_and_as_a_callable_the_example_gives_the_staged_numbers(served
     # the service was given the conversation: its follow-ups searched with the rewritten query
     shown = project.run("inspect", documents[1]["run"]["id"], "--case", "refund-annual#2")
     assert shown.code == 0 and "long refund take annual" in shown.out, shown
+    # the run's summary says how its intervals were counted, as the run printed it
+    summary = project.run("inspect", documents[0]["run"]["id"])
+    counted = [line for line in staged.out.splitlines() if line.startswith(("Clusters:", "First failing turn:"))]
+    assert len(counted) == 4 and all(line in summary.out.splitlines() for line in counted), summary
     # diagnosed over HTTP (the gold passages as the service's override, the recorded history in the
     # body), every failing turn gets the staged system's label
     in_stages = diagnosed_lines(project, documents[0]["run"]["id"])

@@ -79,12 +79,17 @@ def inspect(run_or_object_id: str, failures: bool, case_id: str | None, fmt: str
     elif failures:
         echo_stream(render_failures(store.run_cases(run_id)))
     else:  # the header's case count; the first record asked for, so the store checks the run's seal
+        from oloproof_core.outputs.report import unit_lines
+
         next(iter(store.run_cases(run_id)), None)
         echo([f"Run {run_id} [{summary['state']}]",
                f"System: {header['system']['name']} {header['system']['version']}",
                f"Cases: {header['cases']}", f"Gate: {summary['gate'] or 'none'}"]
               + ([subset_line(header["selection"], summary["gate"] is not None)] if header.get("selection") else [])
-              + [f"{name}: {m['cells'][0]} {m['cells'][1]} · {m['cells'][2]}" for name, m in summary["metrics"].items()])
+              + [f"{name}: {m['cells'][0]} {m['cells'][1]} · {m['cells'][2]}" for name, m in summary["metrics"].items()]
+              # how the intervals were counted (Clusters:, Trials:, First failing turn:, Unstable:), as run printed it
+              + [line for line in unit_lines(summary, header.get("design"), header.get("confidence_level", 0.95))
+                 if line])
 
 
 def oloproof_register_commands(cli) -> None:
