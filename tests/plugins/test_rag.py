@@ -209,15 +209,16 @@ CHANGES = {
     "nothing": (lambda project: None,
                 "Cache: execution 5 hit/0 miss; judgment 5 hit/0 miss",
                 "Stages: retrieve 0 hit/0 miss; generate 0 hit/0 miss", set(), set()),
-    # budget 10 -> 30 changes the contexts of b (b2 now fits) and c (c1 now fits) only; every
-    # judgment misses because context/v1 records the budget
+    # budget 10 -> 30 changes the contexts of b (b2 now fits) and c (c1 now fits) only; context/v1
+    # records the budget, but the suite's one evaluator (contains) reads the output alone, so only
+    # the judgments of b and c, whose answers changed, miss
     "token_budget": (edit("oloproof.yaml", "token_budget: 10", "token_budget: 30"),
-                     "Cache: execution 0 hit/5 miss; judgment 0 hit/5 miss",
+                     "Cache: execution 0 hit/5 miss; judgment 3 hit/2 miss",
                      "Stages: retrieve 5 hit/0 miss; generate 3 hit/2 miss", set(), {"b", "c"}),
-    # top_k 2 -> 1 changes a, c and e; b keeps [b1] (only its dropped reasons change) and d keeps
-    # [d1] with nothing dropped, so d's whole record, and so its judgment, is unchanged
+    # top_k 2 -> 1 changes a, c and e; b keeps [b1] (only its dropped reasons change, which contains
+    # does not read) and d keeps [d1] with nothing dropped, so their judgments are unchanged
     "top_k": (edit("oloproof.yaml", "top_k: 2", "top_k: 1"),
-              "Cache: execution 0 hit/5 miss; judgment 1 hit/4 miss",
+              "Cache: execution 0 hit/5 miss; judgment 2 hit/3 miss",
               "Stages: retrieve 5 hit/0 miss; generate 2 hit/3 miss", set(), {"a", "c", "e"}),
     # a new index version misses every retrieval; the same passages come back, so generation and
     # judgment are reused
