@@ -12,9 +12,11 @@ or fail. docs/judges.md describes both.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from attrs import field, frozen
@@ -28,6 +30,20 @@ RAW_CHARS = 4000  # how much of an unparseable reply is kept for `inspect`
 FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
+# the providers of the suite being loaded: its plugins, disable_plugins: honoured, no manager a judge
+_LOADING: contextvars.ContextVar[Any] = contextvars.ContextVar("oloproof_providers", default=None)
+
+
+@contextlib.contextmanager
+def suite_providers(registry: Any) -> Iterator[None]:
+    """Within: :func:`open_provider` without a ``registry`` finds providers in ``registry``."""
+    token = _LOADING.set(registry)
+    try:
+        yield
+    finally:
+        _LOADING.reset(token)
+
+
 def open_provider(name: str, model: str, options: Mapping[str, Any] | None = None, *,
                   what: str = "a judge", registry: Any = None) -> Any:
     """The provider ``name`` for ``model``, made from the judge's ``provider_options``.
@@ -36,8 +52,9 @@ def open_provider(name: str, model: str, options: Mapping[str, Any] | None = Non
     credentials, so a suite stops before any case runs.
 
     :param what: who asks, for messages (``"evaluator 'groundedness_judge'"``).
-    :param registry: the providers registry; None builds one from the installed plugins
-        (honouring ``OLOPROOF_DISABLE_PLUGINS``).
+    :param registry: the providers registry; None: the suite's while it loads (its evaluators are
+        made inside :func:`suite_providers`), else one built from the installed plugins (honouring
+        ``OLOPROOF_DISABLE_PLUGINS``).
     """
     return _open(name, model, options, what=what, registry=registry)[1]
 
@@ -46,6 +63,8 @@ def _open(name: str, model: str, options: Mapping[str, Any] | None, *, what: str
     """:func:`open_provider`, with the registry entry the provider came from: ``(entry, provider)``."""
     from oloproof_core.config.documents import structure
 
+    if registry is None:
+        registry = _LOADING.get()
     if registry is None:
         from oloproof_core.hooks.manager import Plugins, disabled_from_env, make_plugin_manager
 

@@ -21,6 +21,7 @@ from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.records import Case, Evaluator, Slice, StageCache, System, select
 from oloproof_core.hooks.manager import Plugins
 from oloproof_core.engine.fingerprint import plugin_code
+from oloproof_core.engine.providers import suite_providers
 from oloproof_core.model.retrieval import UNITS
 from oloproof_core.statistics.units import ESTIMANDS, PASS_ALL, Design, all_turns_name, pass_all_name
 from oloproof_core.engine.system import EXECUTIONS, Skeleton, _options, load_skeleton, load_system, unstructure
@@ -123,8 +124,9 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         if "relevance_unit" not in data and _takes_unit(entry.options):
             data["relevance_unit"] = unit  # the suite's one unit, for every evaluator that counts units
         options = _options(doc, entry, data, path, f"evaluator {name!r} from {entry.distribution}")
-        try:  # a factory that reads a file beside the suite (a JSON Schema) takes `suite_dir`
-            evaluator = entry.factory(options, **({"suite_dir": project_dir} if _accepts(entry.factory, "suite_dir") else {}))
+        try:  # a factory that reads a file beside the suite (a JSON Schema) takes `suite_dir`; a judge's provider is the suite's
+            with suite_providers(plugins.providers):
+                evaluator = entry.factory(options, **({"suite_dir": project_dir} if _accepts(entry.factory, "suite_dir") else {}))
         except ConfigError as exc:
             if exc.where is not None:
                 raise

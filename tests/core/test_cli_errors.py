@@ -187,3 +187,18 @@ def test_a_plugin_with_a_misspelt_hook_is_a_plugin_error():
     module.oloproof_register_evaluator = oloproof_register_evaluator
     with pytest.raises(PluginError, match=r"plugin 'typo' from <local> : .*oloproof_register_evaluator"):
         make_plugin_manager(entry_points=False, plugins=[("typo", module)])
+
+
+def test_a_judge_s_disabled_provider_is_named_as_disabled(project):
+    # a judge finds its provider among the suite's plugins: disable_plugins: in oloproof.yaml holds
+    # for providers as for any other plugin
+    project.cases(GOOD)
+    project.write("replies.jsonl", "")
+    project.write("oloproof.yaml", (project.root / "oloproof.yaml").read_text()
+                  + "  - {type: rubric_judge, criterion: polite, rubric: Polite., provider: replay, model: m,\n"
+                  + "     provider_options: {file: replies.jsonl}}\n")
+    judged = (project.root / "oloproof.yaml").read_text()
+    project.write("oloproof.yaml", judged + "disable_plugins: [replay]\n")
+    check_error(project, "evaluator 'rubric_judge' names provider 'replay' comes from plugin 'replay', which is disabled")
+    project.write("oloproof.yaml", judged)
+    assert project.run("run").code in (0, 1), "the same suite runs with the provider enabled"
