@@ -543,6 +543,7 @@ def test_a_measured_latency_voids_only_the_judgments_that_read_it(tmp_path):
     timed = project.run("run", "--refresh")
     assert cache_lines(timed.out)[0] == "Cache: execution 0 hit/4 miss; judgment 0 hit/8 miss", timed
     # an evaluator that does not say what it reads (regex) may read anything: every artifact is in the key
-    project.write("oloproof.yaml", suite.rstrip() + "\n          - {type: regex, criterion: worded, field: answer, pattern: question}\n")
+    regex = "{type: regex, criterion: worded, field: answer, pattern: question}"
+    project.write("oloproof.yaml", suite.rstrip() + f"\n          - {regex}\n")
     assert "judgment 0 hit/8 miss" in project.run("run", "--refresh").out
     assert "judgment 0 hit/8 miss" in project.run("run", "--refresh").out
