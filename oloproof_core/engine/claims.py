@@ -99,9 +99,7 @@ class ClaimJudge(LLMJudge, abc.ABC):
         reply = self.provider.complete(prompt, system=system)
         text = reply.text if isinstance(reply.text, str) else ""
         value = parse(text)
-        usage = dict(reply.usage or {})
-        if usage:  # a paid call, counted as one (a provider that reports no usage: nothing counted)
-            usage["calls"] = 1
+        usage = self.paid(reply)
         if value is None:
             return {"raw": text[:RAW_CHARS], "usage": usage}
         if self.cache is not None:

@@ -258,8 +258,7 @@ def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, st
             spec.evaluator.bind_cache(PassageCache(store, read=use_cache) if store is not None else None)
     name = suite.relevance_judge
     if name is None:
-        return judge_until_interrupted(pairs, suite.evaluators, store, suite.concurrency, use_cache, progress, writer,
-                                       suite_specs=suite.evaluators)
+        return judge_until_interrupted(pairs, suite.evaluators, store, suite.concurrency, use_cache, progress, writer)
     later = [s for s in suite.evaluators if isinstance(s.evaluator, AtKEvaluator)]
     first = [s for s in suite.evaluators if s not in later]
     known: dict = {}  # the rows the first pass wrote: a pair whose labels did not change has the same row

@@ -22,7 +22,7 @@ from typing import Any
 from attrs import field, frozen
 
 from oloproof_core.model.errors import ConfigError
-from oloproof_core.model.records import Judgment
+from oloproof_core.model.records import Judgment, select
 
 VERDICTS = ("pass", "fail")
 RATIONALE_CHARS = 500  # a short rationale is kept; a longer one is cut
@@ -63,8 +63,7 @@ def _open(name: str, model: str, options: Mapping[str, Any] | None, *, what: str
     """:func:`open_provider`, with the registry entry the provider came from: ``(entry, provider)``."""
     from oloproof_core.config.documents import structure
 
-    if registry is None:
-        registry = _LOADING.get()
+    registry = _LOADING.get() if registry is None else registry
     if registry is None:
         from oloproof_core.hooks.manager import Plugins, disabled_from_env, make_plugin_manager
 
@@ -389,8 +388,6 @@ class LLMJudge:
     def transcript(self, case: Any, execution: Any) -> str:
         """A conversation as prompt text: each earlier turn of ``case.history``, then this one, as
         ``Turn K`` with the user's question and the assistant's answer (the judge's fields)."""
-        from oloproof_core.model.records import select
-
         turns = [*case.history, {"input": case.input, "output": execution.output}]
         lines = []
         for k, turn in enumerate(turns, 1):
@@ -404,15 +401,17 @@ class LLMJudge:
         return self.options.criterion or self.default_criterion
 
     def question(self, case: Any) -> str:
-        from oloproof_core.model.records import select
-
         found = select(case.input, self.options.question_field)
         return text_of(found if found is not None else case.input)
 
     def answer(self, execution: Any) -> Any:
-        from oloproof_core.model.records import select
-
         return select(execution.output, self.options.answer_field)
+
+    @staticmethod
+    def paid(reply: Any) -> dict:
+        """A reply's usage, with ``calls: 1`` when the provider reports any (a judge of several calls adds them up)."""
+        usage = dict(reply.usage or {})
+        return {**usage, "calls": 1} if usage else usage
 
     def ask(self, detail: Mapping[str, Any] | None = None, **fields: str) -> Judgment:
         """Fill the prompt template with ``fields``, ask the model, read its verdict."""

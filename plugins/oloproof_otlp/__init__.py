@@ -332,11 +332,15 @@ class Receiver:
             timer.cancel()
 
     def forget(self, pending: Pending) -> list[dict]:
+        """The case's spans as the span mappings read them; it waits for no more."""
+        return [span_of(span) for span in self.drop(pending)]
+
+    def drop(self, pending: Pending) -> list:
+        """Stop filing spans under the case (later ones count as late); its spans as filed."""
         with self.lock:
             self.pending.pop(pending.trace_id, None)
             self.finished.add(pending.trace_id)
-            spans = list(pending.spans)
-        return [span_of(span) for span in spans]
+            return list(pending.spans)
 
     def finish(self, pending: Pending, recorder: Any) -> None:
         """Record what the mappings make of the case's spans, or why there is nothing."""
@@ -418,7 +422,7 @@ class Traced:
                 with self.calls:
                     output = self.inner.execute(case, recorder)
         except BaseException:
-            self.receiver.forget(pending)
+            self.receiver.drop(pending)  # the system failed: nothing to read
             raise
         finally:
             if token is not None:
@@ -458,7 +462,7 @@ class AsyncTraced(Traced):
             async with self.slots:
                 output = await self.inner.aexecute(case, recorder)
         except BaseException:
-            self.receiver.forget(pending)
+            self.receiver.drop(pending)  # the system failed: nothing to read
             raise
         await self.receiver.await_spans(pending)
         self.receiver.finish(pending, recorder)

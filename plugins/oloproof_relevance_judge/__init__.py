@@ -79,9 +79,7 @@ class RelevanceJudge(LLMJudge):
         reply = self.provider.complete(self.template.substitute(question=question, passage=text), system=self.system)
         reply_text = reply.text if isinstance(reply.text, str) else ""
         parsed = parse_grade(reply_text)
-        usage = dict(reply.usage or {})
-        if usage:  # a paid call, counted as one (a provider that reports no usage: nothing counted)
-            usage["calls"] = 1
+        usage = self.paid(reply)
         if parsed is None:
             return {"raw": reply_text[:RAW_CHARS], "usage": usage}
         graded = {"grade": parsed[0], "rationale": parsed[1]}
