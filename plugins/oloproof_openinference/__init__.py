@@ -18,19 +18,45 @@ from typing import Any
 from oloproof import context_from_prompt, hookimpl
 
 KIND = "openinference.span.kind"
+TOKENS = tuple((name, f"llm.token_count.{name}") for name in ("prompt", "completion", "total"))
+INDEXED = ("retrieval.documents", "llm.input_messages")  # the ``prefix.N.field`` attributes read
+_KEYS: dict[str, tuple | None] = {}  # attribute key -> (prefix, N, field), or None: keys repeat across spans
+MOST_KEYS = 65_536
 
 
-def indexed(attributes: dict, prefix: str) -> list[dict]:
-    """``prefix.N.field`` attributes as a list of {field: value}, in N's order."""
-    found: dict[int, dict] = {}
-    start = prefix + "."
-    skip = len(start)
-    for key, value in attributes.items():
-        if key.startswith(start):
-            number, dot, field = key[skip:].partition(".")
+def key_parts(key: str) -> tuple | None:
+    """(prefix, N, field) of an ``INDEXED`` prefix's ``prefix.N.field`` attribute key, else None
+    (remembered in ``_KEYS``, up to ``MOST_KEYS`` keys)."""
+    parts = None
+    for prefix in INDEXED:
+        if key.startswith(prefix) and key[len(prefix):len(prefix) + 1] == ".":
+            number, dot, field = key[len(prefix) + 1:].partition(".")
             if dot and field and number.isdecimal() and number.isascii():
-                found.setdefault(int(number), {})[field] = value
-    return [found[i] for i in sorted(found)]
+                parts = (prefix, int(number), field)
+            break
+    if len(_KEYS) < MOST_KEYS:
+        _KEYS[key] = parts
+    return parts
+
+
+def indexed_all(attributes: dict) -> dict[str, list[dict]]:
+    """Every ``INDEXED`` prefix's ``prefix.N.field`` attributes, each as a list of {field: value}
+    in N's order, in one pass over the span's attributes."""
+    found: dict[str, dict[int, dict]] = {}
+    for key, value in attributes.items():
+        parts = _KEYS.get(key, False)
+        if parts is False:
+            parts = key_parts(key)
+        if parts is not None:
+            prefix, number, field = parts
+            by_number = found.get(prefix)
+            if by_number is None:
+                by_number = found[prefix] = {}
+            item = by_number.get(number)
+            if item is None:
+                item = by_number[number] = {}
+            item[field] = value
+    return {prefix: [by_number[i] for i in sorted(by_number)] for prefix, by_number in found.items()}
 
 
 def kind_of(span: dict) -> str | None:
@@ -44,9 +70,8 @@ def kind_of(span: dict) -> str | None:
     return None
 
 
-def retrieval_of(span: dict) -> dict | None:
-    attributes = span["attributes"]
-    documents = indexed(attributes, "retrieval.documents")
+def retrieval_of(attributes: dict, documents: list[dict]) -> dict:
+    """A RETRIEVER span's ``retrieval/v1`` from its attributes and its ``documents`` (indexed_all)."""
     candidates = []
     for document in documents:
         if document.get("document.id") is None:
@@ -64,10 +89,10 @@ def retrieval_of(span: dict) -> dict | None:
     return {"query": query if isinstance(query, str) else None, "depth": depth, "candidates": candidates}
 
 
-def prompt_of(span: dict) -> str:
-    attributes = span["attributes"]
+def prompt_of(attributes: dict, messages: list[dict]) -> str:
+    """An LLM span's prompt: its input ``messages`` (indexed_all), else its ``input.value``."""
     parts = []
-    for message in indexed(attributes, "llm.input_messages"):
+    for message in messages:
         if isinstance(message.get("message.content"), str):
             parts.append(message["message.content"])
         parts += [v for k, v in message.items() if k.startswith("message.contents.") and isinstance(v, str)
@@ -87,17 +112,18 @@ class OpenInference:
             kind = kind_of(span)
             if kind is None:
                 continue
+            attributes = span["attributes"]
             stage = kind.lower()
             stages[stage] = stages.get(stage, 0.0) + max(0, span["end_ns"] - span["start_ns"]) / 1e9
             if kind == "RETRIEVER":
-                retrievals.append(retrieval_of(span))
+                retrievals.append(retrieval_of(attributes, indexed_all(attributes).get("retrieval.documents", [])))
             elif kind == "LLM":
-                prompts.append(prompt_of(span))
-                for name in ("prompt", "completion", "total"):
-                    value = span["attributes"].get(f"llm.token_count.{name}")
+                prompts.append(prompt_of(attributes, indexed_all(attributes).get("llm.input_messages", [])))
+                for name, key in TOKENS:
+                    value = attributes.get(key)
                     if isinstance(value, int) and not isinstance(value, bool):
                         tokens[name] = tokens.get(name, 0) + value
-            cited = span["attributes"].get("output.citations")
+            cited = attributes.get("output.citations")
             if isinstance(cited, list):
                 citations = [str(c) for c in cited]
         recorded += [("retrieval/v1", r) for r in retrievals]

@@ -311,6 +311,38 @@ def test_receiver_files_both_encodings_and_counts_spans_of_no_case():
         receiver.close()
 
 
+def _span(name: str, start: int, end: int, **attributes) -> dict:
+    return {"trace_id": "ab" * 16, "span_id": f"{start:016x}", "parent_span_id": None, "name": name,
+            "kind": "internal", "start_ns": start, "end_ns": end, "attributes": attributes, "events": []}
+
+
+def test_openinference_reads_indexed_attributes_in_their_numbers_order():
+    from oloproof_openinference import OpenInference
+
+    documents = {f"retrieval.documents.{n}.document.{field}": value
+                 for n in (10, 2, 9) for field, value in (("id", f"kb-{n}"), ("score", float(n)),
+                                                          ("content", f"Passage {n}."))}
+    retriever = _span("retrieve", 1, 3, **documents, **{
+        "input.value": "q", "retrieval.documents.x.document.id": "no number",
+        "retrieval.documents.3": "no field", "retrieval.documentsX.4.document.id": "another prefix",
+        "retrieval.documents.4.document.score": 0.5})  # no id: not a candidate
+    llm = _span("generate", 4, 6, **{
+        "llm.input_messages.1.message.content": "Passage 9. and Passage 10.",
+        "llm.input_messages.0.message.content": "Answer from:", "llm.token_count.prompt": 7,
+        "llm.token_count.total": 9, "llm.token_count.completion": True})  # not a count
+    chain = _span("POST /answer", 0, 8, **{"openinference.span.kind": "chain", "output.citations": ["kb-9", 10]})
+    recorded = dict(OpenInference().map([chain, retriever, llm]))
+    assert [c["doc_id"] for c in recorded["retrieval/v1"]["candidates"]] == ["kb-2", "kb-9", "kb-10"]
+    assert recorded["retrieval/v1"]["candidates"][0] == {"doc_id": "kb-2", "score": 2.0, "text": "Passage 2."}
+    assert recorded["retrieval/v1"]["query"] == "q" and recorded["retrieval/v1"]["depth"] == 3
+    context = recorded["context/v1"]
+    assert [(i["doc_id"], i["position"]) for i in context["items"]] == [("kb-9", 2), ("kb-10", 3)]
+    assert [(d["doc_id"], d["reason"]) for d in context["dropped"]] == [("kb-2", "not_in_prompt")]
+    assert recorded["usage/v1"]["tokens"] == {"prompt": 7, "total": 9}
+    assert set(recorded["usage/v1"]["stages"]) == {"chain", "retriever", "llm"}
+    assert recorded["citations/v1"] == {"ids": ["kb-9", "10"]}
+
+
 def test_receiver_answers_what_it_cannot_take_and_goes_on():
     """A body it cannot decode is 400, one over max_request_bytes 413, another path 404, a gzip
     body is read; none of them stops the receiver, and a good export after them is filed."""
