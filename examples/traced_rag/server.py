@@ -10,6 +10,9 @@ protobuf exporter, or, with ``OTEL_EXPORTER_OTLP_PROTOCOL=http/json``, as OTLP/J
 
 POST /answer with {"question": "..."}: the answer under ``result`` and, as blackbox_rag's
 server.py does, the same evidence in the body (``evidence``), so a suite can read it either way.
+It takes blackbox_rag's debugging override too: ``override.passages`` (the prompt's passages, no
+search), ``override.top_k`` and the ``X-Word-Budget`` header; both suites declare them under
+``interventions:``, so diagnose can re-execute cases through them, traced or not.
 """
 
 from __future__ import annotations
@@ -101,14 +104,14 @@ def tracer_provider(exporter: SpanExporter, schedule_delay_millis: float = 200) 
     return provider
 
 
-def assemble(sources: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The application's prompt: the first TOP_K sources that fit the word budget (as app.py)."""
+def assemble(sources: list[dict], top_k: int, word_budget: int) -> tuple[list[dict], list[dict]]:
+    """The application's prompt: the first ``top_k`` sources that fit the word budget (as app.py)."""
     prompt_sources, skipped, used = [], [], 0
     for rank, source in enumerate(sources, 1):
         words = len(source["text"].split())
-        if rank > app.TOP_K:
+        if rank > top_k:
             skipped.append({"id": source["id"], "rank": rank, "why": "top_k"})
-        elif used + words > app.PROMPT_WORD_BUDGET:
+        elif used + words > word_budget:
             skipped.append({"id": source["id"], "rank": rank, "why": "token_budget"})
         else:
             used += words
@@ -116,16 +119,26 @@ def assemble(sources: list[dict]) -> tuple[list[dict], list[dict]]:
     return prompt_sources, skipped
 
 
-def answer(tracer, question: str) -> dict:
-    """Search, fill the prompt, answer: each step in its span."""
-    with tracer.start_as_current_span("retrieve", attributes={KIND: "RETRIEVER", "input.value": question,
-                                                              "retrieval.depth": app.SEARCH_DEPTH}) as span:
-        sources = app.search(question, app.SEARCH_DEPTH)
-        for i, source in enumerate(sources):
-            span.set_attributes({f"retrieval.documents.{i}.document.id": source["id"],
-                                 f"retrieval.documents.{i}.document.score": source["score"],
-                                 f"retrieval.documents.{i}.document.content": source["text"]})
-    prompt_sources, skipped = assemble(sources)
+def answer(tracer, question: str, passages: list[dict] | None = None, top_k: int | None = None,
+           word_budget: int | None = None) -> dict:
+    """Search, fill the prompt, answer: each step in its span. The override as app.support_api's:
+    ``passages`` fill the prompt as given, with no search; ``top_k`` and ``word_budget`` replace
+    the application's for this request."""
+    word_budget = app.PROMPT_WORD_BUDGET if word_budget is None else word_budget
+    if passages is not None:
+        sources = []
+        prompt_sources = [{"id": p["doc_id"], "score": 0.0, "text": p["text"], "rank": rank,
+                           "tokens": len(p["text"].split())} for rank, p in enumerate(passages, 1)]
+        skipped = []
+    else:
+        with tracer.start_as_current_span("retrieve", attributes={KIND: "RETRIEVER", "input.value": question,
+                                                                  "retrieval.depth": app.SEARCH_DEPTH}) as span:
+            sources = app.search(question, app.SEARCH_DEPTH)
+            for i, source in enumerate(sources):
+                span.set_attributes({f"retrieval.documents.{i}.document.id": source["id"],
+                                     f"retrieval.documents.{i}.document.score": source["score"],
+                                     f"retrieval.documents.{i}.document.content": source["text"]})
+        prompt_sources, skipped = assemble(sources, app.TOP_K if top_k is None else top_k, word_budget)
     with tracer.start_as_current_span("generate", attributes={KIND: "LLM", "llm.model_name": "extractive"}) as span:
         system = "Answer from these sources only:\n" + "\n".join(f"[{s['id']}] {s['text']}" for s in prompt_sources)
         if prompt_sources:
@@ -145,7 +158,7 @@ def answer(tracer, question: str) -> dict:
     return {"answer": text, "cited": cited, "sources": sources, "prompt_sources": prompt_sources, "skipped": skipped}
 
 
-def evidence(question: str, response: dict) -> dict:
+def evidence(question: str, response: dict, word_budget: int = app.PROMPT_WORD_BUDGET) -> dict:
     """What blackbox_rag's server.py returns in the body, for the same suite without traces."""
     return {
         "retrieval": {"query": question, "depth": app.SEARCH_DEPTH,
@@ -155,7 +168,8 @@ def evidence(question: str, response: dict) -> dict:
                               for i in response["prompt_sources"]],
                     "dropped": [{"doc_id": i["id"], "position": i["rank"], "reason": i["why"]}
                                 for i in response["skipped"]],
-                    "token_budget": app.PROMPT_WORD_BUDGET, "source": "retrieval"},
+                    "token_budget": word_budget,
+                    "source": "override" if not response["sources"] and response["prompt_sources"] else "retrieval"},
         "citations": {"ids": response["cited"]},
     }
 
@@ -165,16 +179,21 @@ def make_app(provider: TracerProvider) -> web.Application:
 
     async def handle(request: web.Request) -> web.Response:
         try:
-            question = str((await request.json())["question"])
-        except (ValueError, KeyError, TypeError):
+            body = await request.json()
+            question = str(body["question"])
+            override = body.get("override") or {}
+            passages, top_k = override.get("passages"), override.get("top_k")
+            budget = request.headers.get("X-Word-Budget")
+            word_budget = app.PROMPT_WORD_BUDGET if budget is None else int(budget)
+        except (ValueError, KeyError, TypeError, AttributeError):
             return web.json_response({"error": 'send {"question": "..."}'}, status=400)
         parent = PROPAGATOR.extract(request.headers)  # the caller's traceparent, when it sends one
         with tracer.start_as_current_span("POST /answer", context=parent, kind=SpanKind.SERVER,
                                           attributes={KIND: "CHAIN", "input.value": question}) as span:
-            response = answer(tracer, question)
+            response = answer(tracer, question, passages, top_k, word_budget)
             span.set_attributes({"output.value": response["answer"], "output.citations": response["cited"]})
         return web.json_response({"result": {"answer": response["answer"], "citations": response["cited"]},
-                                  "evidence": evidence(question, response)})
+                                  "evidence": evidence(question, response, word_budget)})
 
     web_app = web.Application()
     web_app.router.add_post("/answer", handle)

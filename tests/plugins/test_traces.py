@@ -124,8 +124,12 @@ def configure(folder: Path, name: str, url: str, port: int | None = None, grace:
     (folder / name).write_text(text, encoding="utf-8")
 
 
+def run_id(result) -> str:
+    return next(word for word in result.out.split() if word.startswith("run_"))
+
+
 def records(project: Project, result) -> dict[str, dict]:
-    run = next(word for word in result.out.split() if word.startswith("run_"))
+    run = run_id(result)
     exported = project.run("export", run)
     assert exported.code == 0, exported
     lines = (project.root / ".oloproof" / "bundles" / run / "cases.jsonl").read_text(encoding="utf-8").splitlines()
@@ -147,12 +151,18 @@ def test_spans_give_the_same_artifacts_and_metrics_as_the_body(example, protocol
         configure(folder, "oloproof.yaml", service.url, port, grace=8)  # a loaded machine exports late
         project = Project(folder)
         traced = project.run("run")
+        assert traced.code == 0, traced
+        if protocol == "http/protobuf":  # diagnose re-executes the failed cases through the override, traced again
+            traced_labels = labels_of(project, run_id(traced), "oloproof.yaml")
         exporter.off = True
         body = project.run("run", "--config", "oloproof.body.yaml")
+        assert body.code == 0, body
+        if protocol == "http/protobuf":  # the same labels as the same service's evidence in its body
+            assert traced_labels == labels_of(project, run_id(body), "oloproof.body.yaml")
+            assert "Recovered under gold context: 3 of 4" in traced_labels, traced_labels
+            assert any(line.startswith("CONTEXT_ASSEMBLY_LOSS: 2 of 4") for line in traced_labels), traced_labels
     finally:
         service.stop()
-    assert body.code == 0, body
-    assert traced.code == 0, traced
     assert f"Traces: otlp receiver on http://127.0.0.1:{port}/v1/traces;" in traced.out
     assert "ignored (no Oloproof trace id)" in traced.out
     from_body, from_spans = records(project, body), records(project, traced)
@@ -579,11 +589,8 @@ evaluators:
 """
 
 
-def diagnosis_lines(project: Project, config: str) -> list[str]:
-    """The labels of a gold-context diagnosis and of a top-k 4 replay of a run of ``config``."""
-    run = project.run("run", "--config", config)
-    assert run.code in (0, 1, 3), run  # the staged example's policy blocks its gate
-    run_id = next(word for word in run.out.split() if word.startswith("run_"))
+def labels_of(project: Project, run_id: str, config: str) -> list[str]:
+    """The labels of a gold-context diagnosis and of a top-k 4 replay of run ``run_id``."""
     lines = []
     for extra in ((), ("--top-k", "4")):
         intervention = "top-k" if extra else "gold-context"
@@ -592,8 +599,15 @@ def diagnosis_lines(project: Project, config: str) -> list[str]:
         assert result.code == 0, result
         lines += [line for line in result.out.splitlines()
                   if line.startswith(("Recovered", "Confirmed", "RETRIEVAL_MISS", "CONTEXT_", "GENERATION_",
-                                      "RANKED_OUT"))]
+                                      "RANKED_OUT", "UNRESOLVED"))]
     return lines
+
+
+def diagnosis_lines(project: Project, config: str) -> list[str]:
+    """:func:`labels_of` a run of ``config``."""
+    run = project.run("run", "--config", config)
+    assert run.code in (0, 1, 3), run  # the staged example's policy blocks its gate
+    return labels_of(project, next(word for word in run.out.split() if word.startswith("run_")), config)
 
 
 @pytest.mark.slow  # two runs and four diagnoses
