@@ -64,6 +64,16 @@ def answer_from(question: str, passage: str) -> str:
     return max(sentences, key=lambda s: len(wanted & terms(s)))
 
 
+def override_of(body: dict, word_budget: str | None) -> tuple[list[dict] | None, int | None, int]:
+    """The debugging override of a request to the servers: (passages, top_k, word budget) from
+    ``override.passages`` and ``override.top_k`` of its JSON ``body`` and its ``X-Word-Budget``
+    header (``word_budget``, None when absent). Raises ValueError, TypeError or AttributeError
+    when they are malformed."""
+    override = body.get("override") or {}
+    return (override.get("passages"), override.get("top_k"),
+            PROMPT_WORD_BUDGET if word_budget is None else int(word_budget))
+
+
 def support_api(question: str, passages: list[dict] | None = None, top_k: int | None = None,
                 word_budget: int | None = None) -> dict:
     """The application: search, fill the prompt up to the budget, answer from the best source.

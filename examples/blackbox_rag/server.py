@@ -44,10 +44,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             question = str(body["question"])
-            override = body.get("override") or {}
-            passages, top_k = override.get("passages"), override.get("top_k")
-            budget = self.headers.get("X-Word-Budget")
-            word_budget = app.PROMPT_WORD_BUDGET if budget is None else int(budget)
+            passages, top_k, word_budget = app.override_of(body, self.headers.get("X-Word-Budget"))
         except (ValueError, KeyError, TypeError, AttributeError):
             return self.reply(400, {"error": 'send {"question": "..."}'})
         response = app.support_api(question, passages=passages, top_k=top_k, word_budget=word_budget)

@@ -181,10 +181,7 @@ def make_app(provider: TracerProvider) -> web.Application:
         try:
             body = await request.json()
             question = str(body["question"])
-            override = body.get("override") or {}
-            passages, top_k = override.get("passages"), override.get("top_k")
-            budget = request.headers.get("X-Word-Budget")
-            word_budget = app.PROMPT_WORD_BUDGET if budget is None else int(budget)
+            passages, top_k, word_budget = app.override_of(body, request.headers.get("X-Word-Budget"))
         except (ValueError, KeyError, TypeError, AttributeError):
             return web.json_response({"error": 'send {"question": "..."}'}, status=400)
         parent = PROPAGATOR.extract(request.headers)  # the caller's traceparent, when it sends one
