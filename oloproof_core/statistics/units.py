@@ -164,8 +164,9 @@ class UnitMetric:
 
     sized = True  # its interval reads the units' sizes
 
-    def __init__(self, inner: Any, design: Design, binary_cases: bool = False):
+    def __init__(self, inner: Any, design: Design, binary_cases: bool = False, unit: str = "case"):
         self.inner, self.design, self.binary_cases = inner, design, binary_cases
+        self.unit = unit  # what one judgment is: a case, or a conversation (an all-turns criterion)
         self.name = getattr(inner, "name", None)
         self.pass_fail = getattr(inner, "pass_fail", False)
 
@@ -212,15 +213,20 @@ class UnitMetric:
     def counts(self, judgments: Sequence[Judgment], n: int, missing: int, excluded: int) -> str:
         """What the estimate is a mean of: ``mean of 40 cases × 5 trials · 0 missing · 0 excluded``;
         with clusters ``mean of 12 cluster means (40 cases) · ...`` or, case-weighted, ``mean of 40
-        cases in 12 clusters · ...`` (a clustered run counts clusters missing)."""
+        cases in 12 clusters · ...`` (a clustered run counts clusters missing). An all-turns
+        criterion counts conversations, one judgment each: ``mean of 24 conversations in 24 clusters``."""
         tail = f"{missing} missing · {excluded} excluded"
         trials = f" × {self.design.trials} trials" if self.design.trials > 1 else ""
+
+        def units(count: int) -> str:
+            return f"{count} {self.unit}{'' if count == 1 else 's'}"
+
         if self.design.cluster is None:
-            return f"mean of {n} cases{trials} · {tail}"
+            return f"mean of {units(n)}{trials} · {tail}"
         cases = sum(int(j.detail.get("cases", 0)) for j in judgments if j.observed)
         clusters = f"{n} cluster{'' if n == 1 else 's'}"
-        head = (f"mean of {cases} cases{trials} in {clusters}" if self.design.weighted
-                else f"mean of {n} cluster mean{'' if n == 1 else 's'} ({cases} cases{trials})")
+        head = (f"mean of {units(cases)}{trials} in {clusters}" if self.design.weighted
+                else f"mean of {n} cluster mean{'' if n == 1 else 's'} ({units(cases)}{trials})")
         return f"{head} · {missing} cluster{'' if missing == 1 else 's'} missing · {excluded} excluded"
 
 
@@ -248,7 +254,7 @@ def unit_metrics(metrics: Mapping[str, Any], design: Design) -> dict:
             out[name] = metric
         else:
             binary = bool(getattr(metric, "pass_fail", False)) and (design.trials == 1 or pass_all)
-            out[name] = UnitMetric(metric, design, binary)
+            out[name] = UnitMetric(metric, design, binary, "conversation" if name.endswith(ALL_TURNS) else "case")
     return out
 
 
