@@ -7,6 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from oloproof_core.engine.conversations import last_turns
 from oloproof_core.engine.suite import Suite
 from oloproof_core.model.errors import EvaluationError
@@ -42,6 +44,16 @@ def read_kinds(specs: Sequence[Any]) -> frozenset[str] | None:
             return None
         kinds.update(reads)
     return frozenset(kinds)
+
+
+def judged_view(execution: Execution, kinds: frozenset[str] | None) -> Execution:
+    """What the evaluators are shown of an execution: when every evaluator of the suite says what it
+    reads (``kinds``), only those artifact types, the ones :func:`pair_key` keeps, so no judgment
+    rests on an artifact its cache key left out (an evaluator that reads a type it did not declare
+    finds it absent, never a stale judgment); otherwise the whole execution."""
+    if kinds is None or all(kind in kinds for kind in execution.artifacts):
+        return execution
+    return attrs.evolve(execution, artifacts={k: v for k, v in execution.artifacts.items() if k in kinds})
 
 
 def pair_key(case: Case, execution: Execution, kinds: frozenset[str] | None) -> str:
@@ -123,10 +135,16 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         else:
             pending.append((i, spec, identity))
 
+    shown: dict[int, Execution] = {}  # pair -> what its evaluators see (judged_view), made once
+
     def evaluate(item: tuple[int, Any, str]) -> Judgment:
         i, spec, _ = item
+        case, execution = pairs[i]
+        view = shown.get(i)
+        if view is None:
+            view = shown[i] = judged_view(execution, kinds)
         try:
-            judgment = spec.evaluator.evaluate(*pairs[i])
+            judgment = spec.evaluator.evaluate(case, view)
         except EvaluationError as exc:  # an expected per-case failure: missing with its reason
             judgment = Judgment.missing(str(exc))
         except Exception as exc:  # noqa: BLE001 - an evaluator failing on one case: that judgment is missing

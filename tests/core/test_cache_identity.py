@@ -547,3 +547,41 @@ def test_a_measured_latency_voids_only_the_judgments_that_read_it(tmp_path):
     project.write("oloproof.yaml", suite.rstrip() + f"\n          - {regex}\n")
     assert "judgment 0 hit/8 miss" in project.run("run", "--refresh").out
     assert "judgment 0 hit/8 miss" in project.run("run", "--refresh").out
+
+
+def test_evaluators_see_only_the_artifact_types_the_judgment_key_keeps(tmp_path):
+    # every evaluator says what it reads: the key leaves the other types out, and so does what the
+    # evaluators are shown, so an evaluator reading a type it did not declare finds it absent
+    # rather than a judgment cached under a key that never held it
+    from types import SimpleNamespace
+
+    from oloproof_core.engine.judging import judge
+    from oloproof_core.model.records import Case, Execution, Judgment
+    from oloproof_local import LocalStore, Options
+
+    seen = []
+
+    class Undeclared:
+        criterion, reads = "undeclared", ("retrieval/v1",)
+
+        def evaluate(self, case, execution):
+            seen.append(sorted(execution.artifacts))
+            return Judgment.of("usage/v1" in execution.artifacts)
+
+    def spec(evaluator):
+        return SimpleNamespace(evaluator=evaluator, identity={"type": evaluator.criterion})
+
+    usage = {"usage/v1": ({"tokens": {}, "stages": {"llm": 0.25}},)}
+    execution = Execution(output={"answer": "a"}, artifacts={"retrieval/v1": ({"candidates": []},), **usage})
+    pairs = [(Case(id="c1", input={"q": 1}), execution)]
+    store = LocalStore(Options(), tmp_path)
+    judgments, _ = judge(pairs, [spec(Undeclared())], store, concurrency=1)
+    assert seen == [["retrieval/v1"]] and judgments[0]["undeclared"].status == "fail"
+
+    class Declared(Undeclared):
+        criterion, reads = "declared", ("usage/v1",)
+
+    judgments, _ = judge(pairs, [spec(Undeclared()), spec(Declared())], store, concurrency=1)
+    assert seen[1:] == [["retrieval/v1", "usage/v1"]] * 2  # another evaluator declares it: in the key, shown
+    assert judgments[0]["undeclared"].status == "pass"
+    store.close()
