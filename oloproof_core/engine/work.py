@@ -107,6 +107,8 @@ class CaseWork:
     the same work in another process (:meth:`WorkRecipe.build`).
     """
 
+    locate = True  # a malformed artifact's error names the case (diagnose's re-executions: not)
+
     def __init__(self, system: Any, plugins: Plugins, concurrency: int, recipe: WorkRecipe | None = None,
                  store: Any = None, stage_cache: Any = None):
         self.system, self.plugins, self.recipe = system, plugins, recipe
@@ -163,12 +165,25 @@ class CaseWork:
         return self._finish(case, output, recorder, start)
 
     async def aexecute(self, case: Case) -> Execution:
+        return self.conclude(await self.acall(case))
+
+    async def acall(self, case: Case) -> tuple:
+        """The system's call alone, :meth:`aexecute`'s first half: what :meth:`conclude` makes the
+        case's execution of. An executor may conclude a case after starting the next call, so
+        that checking what came back never delays a call (the local executor does)."""
         recorder = Recorder(case)
         start = time.perf_counter()
         try:
-            output = await self.system.aexecute(case, recorder)
+            return case, await self.system.aexecute(case, recorder), None, recorder, start
         except Exception as exc:  # noqa: BLE001 - the system failed on this case: it is missing
-            return self._failed(case, exc, start)
+            return case, None, exc, recorder, start
+
+    def conclude(self, called: tuple) -> Execution:
+        """The execution of what :meth:`acall` returned: a system's exception is the case's missing
+        reason (or, a malformed artifact, raised to stop the run)."""
+        case, output, exc, recorder, start = called
+        if exc is not None:
+            return self._failed(case, exc, start, self.locate)
         return self._finish(case, output, recorder, start)
 
     async def aclose(self) -> None:
@@ -182,6 +197,8 @@ class InterventionWork(CaseWork):
     (``control``). The items are (case, the parent run's record of it). An intervention calls the
     system's stages directly; on an asynchronous system (an http service) they are coroutines,
     awaited on the executor's event loop."""
+
+    locate = False
 
     def __init__(self, system: Any, plugins: Plugins, concurrency: int, intervention: Any, role: str,
                  recipe: WorkRecipe | None = None, store: Any = None, stage_cache: Any = None):
@@ -198,7 +215,7 @@ class InterventionWork(CaseWork):
             return self._failed(case, exc, start, locate=False)
         return self._finish(case, output, recorder, start)
 
-    async def aexecute(self, item: tuple[Case, dict]) -> Execution:
+    async def acall(self, item: tuple[Case, dict]) -> tuple:
         case, record = item
         recorder = Recorder(case)
         start = time.perf_counter()
@@ -207,8 +224,8 @@ class InterventionWork(CaseWork):
             if inspect.isawaitable(output):
                 output = await output
         except Exception as exc:  # noqa: BLE001 - a re-execution failing: that case is missing
-            return self._failed(case, exc, start, locate=False)
-        return self._finish(case, output, recorder, start)
+            return case, None, exc, recorder, start
+        return case, output, None, recorder, start
 
 
 def make_intervention(plugins: Plugins, name: str, options: dict) -> Any:

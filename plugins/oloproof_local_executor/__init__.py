@@ -103,14 +103,33 @@ class LocalExecutor:
             results.put(None)
 
     async def _run_async(self, work: Any, cases: Sequence[Any], done: Callable[[int, Any], None]) -> None:
-        """``concurrency`` workers pull cases in order, so memory stays flat however many cases."""
+        """``concurrency`` workers pull cases in order, so memory stays flat however many cases.
+
+        A worker whose call came back starts its next call before the case is concluded (checked,
+        recorded, handed to ``done``): that happens on the loop's next turn. Calls that come back
+        together (a service's latency) are then not each held up by the checking of the others."""
         import asyncio
 
         todo = iter(range(len(cases)))
+        called: dict[int, tuple] = {}  # cases whose call came back, not concluded yet
+        failed: list[BaseException] = []
+        loop = asyncio.get_running_loop()
+
+        def finish(i: int) -> None:
+            outcome = called.pop(i, None)
+            if outcome is None or failed:
+                return
+            try:
+                done(i, work.conclude(outcome))
+            except BaseException as exc:  # noqa: BLE001 - raised where the workers are awaited
+                failed.append(exc)
 
         async def worker() -> None:
             for i in todo:
-                done(i, await work.aexecute(cases[i]))
+                if failed:
+                    return
+                called[i] = await work.acall(cases[i])
+                loop.call_soon(finish, i)
 
         workers = [asyncio.ensure_future(worker()) for _ in range(min(work.concurrency, len(cases)))]
         try:
@@ -118,6 +137,10 @@ class LocalExecutor:
         finally:
             for task in workers:
                 task.cancel()
+            for i in sorted(called):  # calls that came back: concluded, even when Ctrl-C stops the batch
+                finish(i)
+        if failed:
+            raise failed[0]
 
     def close(self, work: Any) -> None:
         """After a run's last batch: the threads told to end (one still finishing a case after

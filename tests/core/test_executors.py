@@ -90,3 +90,44 @@ def test_a_synchronous_system_that_waits_goes_to_the_threads_after_its_first_cal
     assert names[0] == "MainThread"
     assert all(name.startswith("oloproof-case-") for name in names[1:])
     assert len(set(names[1:])) > 1
+
+
+def test_an_asynchronous_call_that_came_back_is_concluded_after_the_next_call_starts():
+    # calls that come back together (a service's latency) are not each held up by the checking of
+    # the others: the worker starts its next call, then the case is concluded on the loop's next turn
+    import asyncio
+
+    from oloproof_local_executor import LocalExecutor
+
+    events = []
+
+    class Work:
+        is_async, concurrency = True, 2
+
+        async def acall(self, i):
+            events.append(("call", i))
+            await asyncio.sleep(0.01)
+            return i
+
+        def conclude(self, i):
+            events.append(("conclude", i))
+            if i == 5:
+                raise ValueError("a malformed artifact stops the run")
+            return f"execution {i}"
+
+    executor, got = LocalExecutor(), {}
+    try:
+        executor.run(Work(), list(range(4)), got.__setitem__)
+        assert got == {i: f"execution {i}" for i in range(4)}
+        assert events.index(("call", 2)) < events.index(("conclude", 0))
+        assert events.index(("call", 3)) < events.index(("conclude", 1))
+        events.clear()
+        try:  # a conclusion's error stops the batch: no further call starts, the error is raised
+            executor.run(Work(), list(range(10)), got.__setitem__)
+        except ValueError as exc:
+            assert "malformed" in str(exc)
+        else:
+            raise AssertionError("the conclusion's error was not raised")
+        assert ("call", 9) not in events
+    finally:
+        executor.runner.close()
