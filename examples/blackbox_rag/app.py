@@ -82,18 +82,28 @@ def support_api(question: str, passages: list[dict] | None = None, top_k: int | 
     go into the prompt as given, with no search; ``top_k`` and ``word_budget`` replace TOP_K and
     PROMPT_WORD_BUDGET for this request.
     """
-    top_k = TOP_K if top_k is None else top_k
-    word_budget = PROMPT_WORD_BUDGET if word_budget is None else word_budget
     if passages is not None:
-        given = [{"id": p["doc_id"], "score": 0.0, "text": p["text"], "rank": rank, "tokens": len(p["text"].split())}
-                 for rank, p in enumerate(passages, 1)]
-        return answer_with(question, [], given, [])
+        return answer_with(question, [], given(passages), [])
     query = question
     if EXPAND_QUERY:
         for phrase, synonym in SYNONYMS.items():
             if phrase in query.lower():
                 query += " " + synonym
     sources = search(query, SEARCH_DEPTH)
+    return answer_with(question, sources, *assemble(sources, top_k, word_budget))
+
+
+def given(passages: list[dict]) -> list[dict]:
+    """The override's passages (``{doc_id, text}``) as the prompt's sources, in their order."""
+    return [{"id": p["doc_id"], "score": 0.0, "text": p["text"], "rank": rank, "tokens": len(p["text"].split())}
+            for rank, p in enumerate(passages, 1)]
+
+
+def assemble(sources: list[dict], top_k: int | None = None, word_budget: int | None = None) -> tuple[list, list]:
+    """The prompt's sources: the first ``top_k`` (TOP_K) that fit ``word_budget`` words
+    (PROMPT_WORD_BUDGET); and the others, each with why it was left out."""
+    top_k = TOP_K if top_k is None else top_k
+    word_budget = PROMPT_WORD_BUDGET if word_budget is None else word_budget
     prompt_sources, skipped, used = [], [], 0
     for rank, source in enumerate(sources, 1):
         words = len(source["text"].split())
@@ -104,7 +114,7 @@ def support_api(question: str, passages: list[dict] | None = None, top_k: int | 
         else:
             used += words
             prompt_sources.append({**source, "rank": rank, "tokens": words})
-    return answer_with(question, sources, prompt_sources, skipped)
+    return prompt_sources, skipped
 
 
 def answer_with(question: str, sources: list[dict], prompt_sources: list[dict], skipped: list[dict]) -> dict:

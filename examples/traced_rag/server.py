@@ -104,32 +104,13 @@ def tracer_provider(exporter: SpanExporter, schedule_delay_millis: float = 200) 
     return provider
 
 
-def assemble(sources: list[dict], top_k: int, word_budget: int) -> tuple[list[dict], list[dict]]:
-    """The application's prompt: the first ``top_k`` sources that fit the word budget (as app.py)."""
-    prompt_sources, skipped, used = [], [], 0
-    for rank, source in enumerate(sources, 1):
-        words = len(source["text"].split())
-        if rank > top_k:
-            skipped.append({"id": source["id"], "rank": rank, "why": "top_k"})
-        elif used + words > word_budget:
-            skipped.append({"id": source["id"], "rank": rank, "why": "token_budget"})
-        else:
-            used += words
-            prompt_sources.append({**source, "rank": rank, "tokens": words})
-    return prompt_sources, skipped
-
-
 def answer(tracer, question: str, passages: list[dict] | None = None, top_k: int | None = None,
            word_budget: int | None = None) -> dict:
     """Search, fill the prompt, answer: each step in its span. The override as app.support_api's:
     ``passages`` fill the prompt as given, with no search; ``top_k`` and ``word_budget`` replace
     the application's for this request."""
-    word_budget = app.PROMPT_WORD_BUDGET if word_budget is None else word_budget
     if passages is not None:
-        sources = []
-        prompt_sources = [{"id": p["doc_id"], "score": 0.0, "text": p["text"], "rank": rank,
-                           "tokens": len(p["text"].split())} for rank, p in enumerate(passages, 1)]
-        skipped = []
+        sources, prompt_sources, skipped = [], app.given(passages), []
     else:
         with tracer.start_as_current_span("retrieve", attributes={KIND: "RETRIEVER", "input.value": question,
                                                                   "retrieval.depth": app.SEARCH_DEPTH}) as span:
@@ -138,7 +119,7 @@ def answer(tracer, question: str, passages: list[dict] | None = None, top_k: int
                 span.set_attributes({f"retrieval.documents.{i}.document.id": source["id"],
                                      f"retrieval.documents.{i}.document.score": source["score"],
                                      f"retrieval.documents.{i}.document.content": source["text"]})
-        prompt_sources, skipped = assemble(sources, app.TOP_K if top_k is None else top_k, word_budget)
+        prompt_sources, skipped = app.assemble(sources, top_k, word_budget)
     with tracer.start_as_current_span("generate", attributes={KIND: "LLM", "llm.model_name": "extractive"}) as span:
         system = "Answer from these sources only:\n" + "\n".join(f"[{s['id']}] {s['text']}" for s in prompt_sources)
         if prompt_sources:

@@ -56,15 +56,14 @@ def judged_view(execution: Execution, kinds: frozenset[str] | None) -> Execution
     return attrs.evolve(execution, artifacts={k: v for k, v in execution.artifacts.items() if k in kinds})
 
 
-def pair_key(case: Case, execution: Execution, kinds: frozenset[str] | None) -> str:
-    """The judgment-cache key of a (case, execution): the digest of the case and the execution's
-    record, less the artifacts no evaluator reads (``kinds``, from :func:`read_kinds`), so that a
-    traced service's measured latencies (``usage/v1``) void no judgment that does not read them.
-    A key that leaves artifacts out names the types it kept; any other is as it always was."""
-    data = execution.to_data()
-    if kinds is not None and any(kind not in kinds for kind in execution.artifacts):
-        data["artifacts"] = {kind: v for kind, v in data["artifacts"].items() if kind in kinds}
-        data["judged_artifacts"] = sorted(kinds)
+def pair_key(case: Case, view: Execution, kinds: frozenset[str] | None, whole: bool) -> str:
+    """The judgment-cache key of a (case, execution): the digest of the case and the record of
+    what its evaluators are shown (``view``, :func:`judged_view`), so that a traced service's
+    measured latencies (``usage/v1``) void no judgment that does not read them. A key whose view
+    left artifacts out (not ``whole``) names the types it kept; any other is as it always was."""
+    data = view.to_data()
+    if not whole:
+        data["judged_artifacts"] = sorted(kinds or ())
     return digest({"case": case.to_data(), "execution": data})
 
 
@@ -91,6 +90,7 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     their judgments added. The figures count one lookup per judgment, as before.
     """
     keys: dict[int, str] = {}  # pair -> its judgment-cache key: the digest of the case and its execution
+    shown: dict[int, Execution] = {}  # pair -> what its evaluators are shown (judged_view)
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
     identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
@@ -115,7 +115,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
                 judgments[i][evaluator.criterion] = Judgment.missing(execution.unrecorded)
             else:
                 if pair is None:
-                    pair = keys[i] = pair_key(case, execution, kinds)
+                    view = shown[i] = judged_view(execution, kinds)
+                    pair = keys[i] = pair_key(case, view, kinds, view is execution)
                 todo.append((i, spec, identities[id(spec)]))  # (pair, evaluator, its identity digest)
     # one row a pair: {evaluator identity digest: judgment}; read even without the cache, so that the
     # row written back keeps the judgments of evaluators this run does not re-judge
@@ -135,16 +136,10 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         else:
             pending.append((i, spec, identity))
 
-    shown: dict[int, Execution] = {}  # pair -> what its evaluators see (judged_view), made once
-
     def evaluate(item: tuple[int, Any, str]) -> Judgment:
         i, spec, _ = item
-        case, execution = pairs[i]
-        view = shown.get(i)
-        if view is None:
-            view = shown[i] = judged_view(execution, kinds)
         try:
-            judgment = spec.evaluator.evaluate(case, view)
+            judgment = spec.evaluator.evaluate(pairs[i][0], shown[i])
         except EvaluationError as exc:  # an expected per-case failure: missing with its reason
             judgment = Judgment.missing(str(exc))
         except Exception as exc:  # noqa: BLE001 - an evaluator failing on one case: that judgment is missing

@@ -140,10 +140,10 @@ class CaseWork:
         return storable_execution(to_execution(output, recorder, case, self.system, self.plugins,
                                                time.perf_counter() - start), escaped)
 
-    def _failed(self, case: Case, exc: Exception, start: float, locate: bool = True) -> Execution:
+    def _failed(self, case: Case, exc: Exception, start: float) -> Execution:
         """A system's exception: the case's missing reason, or (a malformed artifact, a config
-        error) raised again to stop the run, located at the case when ``locate``."""
-        if isinstance(exc, ArtifactError) and locate:  # raised by a record type's validator inside the system
+        error) raised again to stop the run, located at the case when the work says so (``locate``)."""
+        if isinstance(exc, ArtifactError) and self.locate:  # raised by a record type's validator inside the system
             raise ArtifactError(f"case {case.id!r}: {exc.problem}", fix=exc.fix) from None
         if isinstance(exc, (ArtifactError, ConfigError)):
             raise exc
@@ -183,7 +183,7 @@ class CaseWork:
         reason (or, a malformed artifact, raised to stop the run)."""
         case, output, exc, recorder, start = called
         if exc is not None:
-            return self._failed(case, exc, start, self.locate)
+            return self._failed(case, exc, start)
         return self._finish(case, output, recorder, start)
 
     async def aclose(self) -> None:
@@ -212,7 +212,7 @@ class InterventionWork(CaseWork):
         try:
             output, recorder = call_with_recorder(lambda r: self.call(self.system, case, record, r), case)
         except Exception as exc:  # noqa: BLE001 - a re-execution failing: that case is missing
-            return self._failed(case, exc, start, locate=False)
+            return self._failed(case, exc, start)
         return self._finish(case, output, recorder, start)
 
     async def acall(self, item: tuple[Case, dict]) -> tuple:
