@@ -59,18 +59,22 @@ class Executions:
     :param progress: told ``start("cases", n)`` for the n cases of a batch sent to the system,
         ``step()`` as each finishes, and ``close()`` (a terminal's progress line: outputs/terminal.py).
 
+    :param writer: the run's cache writer (for namespace ``execution``), when it has one for every
+        namespace; None: one of its own.
+
     Each cached execution carries the id of the run that recorded it; an opaque system's reused
     executions are counted by that run in ``caches["reused"]``.
     """
 
     def __init__(self, suite: Suite, plugins: Plugins, store: Any, caches: dict, use_cache: bool = True,
-                 run_id: str | None = None, progress: Any = None):
+                 run_id: str | None = None, progress: Any = None, writer: CacheWriter | None = None):
         self.suite, self.store, self.caches, self.run_id, self.progress = suite, store, caches, run_id, progress
         self.identity = digest(suite.system.identity)  # once per run, not once per case
         self.reuse = reuses_executions(suite, use_cache)
         self.opaque = getattr(suite.system, "opaque", False)
         caches.setdefault("execution", [0, 0])
-        self.writer = CacheWriter(store, "execution")
+        self.own = writer is None  # a writer of its own, closed by close(); else the run's, which closes it
+        self.writer = CacheWriter(store, "execution") if writer is None else writer
         self.work = CaseWork(suite.system, plugins, suite.concurrency, suite.recipe, store, suite.stage_cache)
         self.executor = executor_of(suite, plugins)
 
@@ -126,7 +130,8 @@ class Executions:
             if closer is not None:
                 closer(self.work)
         finally:
-            self.writer.close()
+            if self.own:
+                self.writer.close()
         if self.work.remote_stages:
             self.caches["remote_stages"] = self.work.remote_stages
 

@@ -15,7 +15,7 @@ from oloproof_core.model.errors import EvaluationError
 from oloproof_core.model.identity import digest
 from oloproof_core.model.records import LAST_TURN, Case, Execution, Judgment
 from oloproof_core.model.untrusted import NotStorable, clean_text, storable
-from oloproof_core.storage.cache_writer import DELAY, CacheWriter
+from oloproof_core.storage.cache_writer import DELAY, CacheWriter, Namespace
 
 def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
           concurrency: int, use_cache: bool = True, suite_specs: Sequence[Any] | None = None,
@@ -69,7 +69,7 @@ def pair_key(case: Case, view: Execution, kinds: frozenset[str] | None, whole: b
 
 def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], store: Any,
                             concurrency: int, use_cache: bool = True, progress: Any = None,
-                            writer: CacheWriter | None = None, known: dict | None = None,
+                            writer: CacheWriter | Namespace | None = None, known: dict | None = None,
                             suite_specs: Sequence[Any] | None = None) -> tuple[list[dict], dict, bool]:
     """:func:`judge`, but Ctrl-C stops judging and returns what was judged: the judgments not
     made are missing (``interrupted``), and the third value says so.
@@ -260,7 +260,7 @@ class PassageCache:
 
 
 def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, store: Any, use_cache: bool = True,
-                progress: Any = None, writer: CacheWriter | None = None) -> tuple[list[dict], dict, bool]:
+                progress: Any = None, writer: CacheWriter | Namespace | None = None) -> tuple[list[dict], dict, bool]:
     """:func:`judge_until_interrupted` with the suite's evaluators, and with judged relevance
     (``relevance: {source: judge}``): the relevance judge first, then the retrieval metrics at k
     on its labels for the cases without ``expected.relevant`` (each judgment marked ``judged``)."""

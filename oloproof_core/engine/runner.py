@@ -101,10 +101,12 @@ def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_c
     before the next batch is read. Returns whether Ctrl-C stopped it: the cases not finished then,
     and every later one, are handed over as interrupted."""
     count = suite.design.trials
-    executions = Executions(suite, plugins, store, caches, use_cache, run_id, progress)
+    # one writer for the whole run and both caches: it commits while the next batch runs
+    writer = CacheWriter(store, "execution")
+    executions = Executions(suite, plugins, store, caches, use_cache, run_id, progress, writer)
+    judged = writer.to("judgment")
     interrupted = False
     caches.setdefault("judgment", [0, 0])
-    judged = CacheWriter(store, "judgment")  # one for the whole run: it commits while the next batch runs
     try:
         for batch in whole_batches(suite.cases, BATCH):  # a conversation's turns in one batch
             items = batch if count == 1 else [attrs.evolve(c, trial=t) for c in batch for t in range(count)]
@@ -122,7 +124,7 @@ def stream_cases(suite: Suite, plugins: Plugins, store: Any, caches: dict, use_c
         try:
             executions.close()
         finally:
-            judged.close()
+            writer.close()
     return interrupted
 
 

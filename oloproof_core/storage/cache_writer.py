@@ -3,11 +3,13 @@
 A run hands each finished value to a :class:`CacheWriter`; a background thread commits what has
 arrived every ``DELAY`` seconds, in one transaction, so a crash (even SIGKILL) loses only the
 values finished in the last moment before it, never one that finished long before, and the
-system's threads never wait on the disk.
+system's threads never wait on the disk. One writer serves every namespace of a run
+(:meth:`CacheWriter.to`): the executions and the judgments that arrived together are one commit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -28,7 +30,8 @@ def row_fault(exc: BaseException) -> bool:
 
 
 class CacheWriter:
-    """Collects ``(key, value)`` pairs of one cache namespace and commits them in the background.
+    """Collects ``(key, value)`` pairs of one cache namespace and commits them in the background;
+    :meth:`to` gives a writer of another namespace sharing the thread and its commits.
 
     A failure to write (a full disk, a read-only store) is raised by the next :meth:`put` or by
     :meth:`close`, never lost in the thread. A batch the store refuses is written again row by
@@ -38,31 +41,36 @@ class CacheWriter:
 
     def __init__(self, store: Any, namespace: str, delay: float = DELAY):
         self.store, self.namespace, self.delay = store, namespace, delay
-        self.items: list[tuple[str, Any]] = []
+        self.items: dict[str, list[tuple[str, Any]]] = {}  # namespace -> what arrived since the last commit
         self.written = 0
         self.dropped = 0  # values the store refused one by one (row_fault): not cached
         self.error: BaseException | None = None
         self.closing = False
         self.ready = threading.Condition(threading.Lock())  # a plain lock: put takes it once a value
-        self.thread = threading.Thread(target=self._loop, name=f"oloproof-writer-{namespace}", daemon=True)
+        self.thread = threading.Thread(target=self._loop, name="oloproof-writer", daemon=True)
         self.thread.start()
 
-    def put(self, key: str, value: Any) -> None:
+    def to(self, namespace: str) -> Namespace:
+        """A writer of ``namespace`` whose values go into this writer's commits (closed with it)."""
+        return Namespace(self, namespace)
+
+    def put(self, key: str, value: Any, namespace: str | None = None) -> None:
         if self.error is not None:
             self._raise()
         with self.ready:
-            self.items.append((key, value))
-            if len(self.items) == 1:
+            waiting = not self.items
+            self.items.setdefault(namespace or self.namespace, []).append((key, value))
+            if waiting:
                 self.ready.notify()
 
-    def put_many(self, items: list[tuple[str, Any]]) -> None:
+    def put_many(self, items: list[tuple[str, Any]], namespace: str | None = None) -> None:
         """:meth:`put` of each item, under one hold of the lock."""
         if self.error is not None:
             self._raise()
         if items:
             with self.ready:
                 waiting = not self.items
-                self.items.extend(items)
+                self.items.setdefault(namespace or self.namespace, []).extend(items)
                 if waiting:
                     self.ready.notify()
 
@@ -79,20 +87,25 @@ class CacheWriter:
         error, self.error = self.error, None
         raise error
 
-    def _write(self, batch: list[tuple[str, Any]]) -> None:
-        """One commit of the batch; if the store refuses it, each row on its own (row_fault)."""
+    def _write(self, batch: dict[str, list[tuple[str, Any]]]) -> None:
+        """One commit of the batch (every namespace's rows in one transaction, where the store has
+        ``batch()``); if the store refuses it, each row on its own (row_fault)."""
+        together = getattr(self.store, "batch", None)
         try:
-            self.store.cache_put_many(self.namespace, batch)
-            self.written += len(batch)
+            with together() if together is not None else contextlib.nullcontext():
+                for namespace in sorted(batch):  # one order in every writer: two runs' row locks never cross
+                    self.store.cache_put_many(namespace, batch[namespace])
+            self.written += sum(len(items) for items in batch.values())
             return
         except Exception as exc:  # noqa: BLE001 - sorted below: a row's fault or the store's
             first = exc
-        if len(batch) == 1 and not row_fault(first):
+        rows = [(namespace, item) for namespace, items in batch.items() for item in items]
+        if len(rows) == 1 and not row_fault(first):
             raise first
         written, refused = 0, []
-        for item in batch:
+        for namespace, item in rows:
             try:
-                self.store.cache_put_many(self.namespace, [item])
+                self.store.cache_put_many(namespace, [item])
                 written += 1
             except Exception as exc:  # noqa: BLE001 - one row: its own fault if the others went in
                 refused.append(exc)
@@ -108,7 +121,7 @@ class CacheWriter:
                     self.ready.wait()
                 if not self.closing:  # gather what finishes meanwhile into the same commit
                     self.ready.wait(self.delay)
-                batch, self.items = self.items, []
+                batch, self.items = self.items, {}
                 closing = self.closing
             if batch and self.error is None:
                 try:
@@ -119,3 +132,16 @@ class CacheWriter:
                 with self.ready:
                     if not self.items:
                         return
+
+
+class Namespace:
+    """A :class:`CacheWriter`'s puts into another namespace (:meth:`CacheWriter.to`)."""
+
+    def __init__(self, writer: CacheWriter, namespace: str):
+        self.writer, self.namespace = writer, namespace
+
+    def put(self, key: str, value: Any) -> None:
+        self.writer.put(key, value, self.namespace)
+
+    def put_many(self, items: list[tuple[str, Any]]) -> None:
+        self.writer.put_many(items, self.namespace)
