@@ -34,6 +34,14 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
     return judgments, figures
 
 
+def judgments_cached(spec: Any) -> bool:
+    """Whether an evaluator's judgments go through the judgment cache: its ``cache:`` in the suite,
+    else what the evaluator says (``cached = False``: in-process and deterministic, made again for
+    less than a cache row costs), else yes."""
+    said = getattr(spec, "cached", None)
+    return getattr(spec.evaluator, "cached", True) is not False if said is None else said
+
+
 def read_kinds(specs: Sequence[Any]) -> frozenset[str] | None:
     """The artifact types the evaluators read, when every one of them says (``reads``); None when
     one does not (it may read any)."""
@@ -93,7 +101,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     shown: dict[int, Execution] = {}  # pair -> what its evaluators are shown (judged_view)
     judgments: list[dict] = [{} for _ in pairs]
     todo: list[tuple[int, Any, str]] = []
-    identities = {id(spec): digest(spec.identity) for spec in specs}  # each evaluator's once per run
+    made: list[tuple[int, Any, None]] = []  # judgments of evaluators not cached (cached: false): made every run
+    identities = {id(spec): digest(spec.identity) for spec in specs if judgments_cached(spec)}  # each evaluator's once per run
     kinds = read_kinds(specs if suite_specs is None else suite_specs)
     scoped = any(getattr(spec.evaluator, "scope", "turn") == "conversation" for spec in specs)
     last = last_turns([case for case, _ in pairs]) if scoped else ()  # scope: conversation judges these only
@@ -114,16 +123,22 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
             elif execution.unrecorded is not None and getattr(evaluator, "reads", ()):
                 judgments[i][evaluator.criterion] = Judgment.missing(execution.unrecorded)
             else:
-                if pair is None:
+                view = shown.get(i)
+                if view is None:
                     view = shown[i] = judged_view(execution, kinds)
+                identity = identities.get(id(spec))
+                if identity is None:
+                    made.append((i, spec, None))
+                    continue
+                if pair is None:
                     pair = keys[i] = pair_key(case, view, kinds, view is execution)
-                todo.append((i, spec, identities[id(spec)]))  # (pair, evaluator, its identity digest)
+                todo.append((i, spec, identity))  # (pair, evaluator, its identity digest)
     # one row a pair: {evaluator identity digest: judgment}; read even without the cache, so that the
     # row written back keeps the judgments of evaluators this run does not re-judge
     cached = store.cache_get_many("judgment", list(dict.fromkeys(keys.values()))) if keys else {}
     known = {} if known is None else known
     rows: dict[int, dict] = {}  # pair -> its row as this run will write it
-    pending = []
+    pending: list[tuple[int, Any, str | None]] = []
     for i, spec, identity in todo:
         row = rows.get(i)
         if row is None:
@@ -135,8 +150,9 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
             judgments[i][spec.evaluator.criterion] = Judgment.from_data(value)
         else:
             pending.append((i, spec, identity))
+    pending += made
 
-    def evaluate(item: tuple[int, Any, str]) -> Judgment:
+    def evaluate(item: tuple[int, Any, str | None]) -> Judgment:
         i, spec, _ = item
         try:
             judgment = spec.evaluator.evaluate(pairs[i][0], shown[i])
@@ -151,17 +167,17 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     slow = [t for t in pending if getattr(t[1].evaluator, "concurrent", False)]
     fast = [t for t in pending if not getattr(t[1].evaluator, "concurrent", False)]
     usage: dict[str, dict] = {}
-    own = writer is None
-    if writer is None:
+    own = writer is None and bool(todo)
+    if own:
         writer = CacheWriter(store, "judgment")  # every judgment paid for is committed as it arrives
 
-    def keep(item: tuple[int, Any, str], judgment: Judgment, changed: dict | None = None) -> None:
+    def keep(item: tuple[int, Any, str | None], judgment: Judgment, changed: dict | None = None) -> None:
         """A fresh judgment: the pair's, and in its row (written at once, or with ``changed``
         collected to be written together)."""
         i, spec, identity = item
         criterion = spec.evaluator.criterion
         judgments[i][criterion] = judgment
-        if judgment.status != "missing":
+        if judgment.status != "missing" and identity is not None:
             row = rows[i]
             row[identity] = judgment.to_data()
             known[keys[i]] = row
@@ -189,11 +205,12 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
         try:
             for item in fast:
                 keep(item, evaluate(item), held)
-                if len(held) >= 500 or time.monotonic() - since > DELAY / 2:
+                if held and (len(held) >= 500 or time.monotonic() - since > DELAY / 2):
                     writer.put_many([(keys[i], dict(row)) for i, row in held.items()])
                     held, since = {}, time.monotonic()
         finally:
-            writer.put_many([(keys[i], dict(row)) for i, row in held.items()])
+            if held:
+                writer.put_many([(keys[i], dict(row)) for i, row in held.items()])
         if slow:
             from concurrent.futures import ThreadPoolExecutor, as_completed  # judges that call out only
 
@@ -213,7 +230,8 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
             progress.close()
         if own:
             writer.close()
-    figures: dict = {"judgment": [len(todo) - len(pending), len(pending)]}
+    # a judgment not cached counts as a miss: the run made it (the first run of a suite reads the same)
+    figures: dict = {"judgment": [len(todo) + len(made) - len(pending), len(pending)]}
     if usage:
         figures["usage"] = usage
     return judgments, figures, interrupted
@@ -268,7 +286,7 @@ def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, st
 
     for spec in suite.evaluators:
         if hasattr(spec.evaluator, "bind_cache"):
-            spec.evaluator.bind_cache(PassageCache(store, read=use_cache) if store is not None else None)
+            spec.evaluator.bind_cache(PassageCache(store, read=use_cache) if store is not None and judgments_cached(spec) else None)
     name = suite.relevance_judge
     if name is None:
         return judge_until_interrupted(pairs, suite.evaluators, store, suite.concurrency, use_cache, progress, writer)

@@ -15,7 +15,7 @@ from attrs import fields as attrs_fields
 from oloproof_core.config.cases import CaseStream, load_cases
 from oloproof_core.config.turns import is_turn
 from oloproof_core.engine.conversations import CLUSTER, with_scope
-from oloproof_core.config.documents import Document, yaml_path
+from oloproof_core.config.documents import Document, structure, yaml_path
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.identity import canonical, digest
 from oloproof_core.model.records import Case, Evaluator, Slice, StageCache, System, select
@@ -38,6 +38,7 @@ class EvaluatorSpec:
     evaluator: Evaluator
     identity: dict
     where: str
+    cached: bool = True  # its judgments go through the judgment cache (``cache:``; judging.judgments_cached)
 
 
 @frozen(kw_only=True)
@@ -108,8 +109,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
     system, kind = load_system(doc, skeleton.system, plugins, project_dir, stage_cache, skeleton.traces)
     executor_name, executor_made = load_executor(doc, skeleton.executor, plugins, executor)
     cases = load_cases(skeleton.cases, project_dir, doc)  # a large JSONL file: checked below, in one pass
-    if not isinstance(cases, CaseStream):
-        cases = tuple(cases)
+    cases = cases if isinstance(cases, CaseStream) else tuple(cases)
 
     unit = relevance_unit(doc, skeleton)
     evaluators, metrics = [], {}
@@ -120,6 +120,8 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
                               fix="write {type: contains, criterion: answer_correct, ...}")
         data = dict(raw)
         name, scope = data.pop("type"), data.pop("scope", "turn")  # scope: conversations.py
+        cache = data.pop("cache", None)  # whether its judgments are cached; by default the evaluator's own say
+        cache = None if cache is None else structure(doc, cache, bool, path + ("cache",), what="cache")
         entry = plugins.evaluators.get(name, where=doc.where(path + ("type",)))
         if "relevance_unit" not in data and _takes_unit(entry.options):
             data["relevance_unit"] = unit  # the suite's one unit, for every evaluator that counts units
@@ -146,12 +148,12 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         # the evaluator's own code is part of its identity, so editing a plugin misses the cache
         identity = {"type": name, "options": unstructure(options),
                     "plugin": [entry.distribution, entry.version], "code": evaluator_code(type(evaluator))}
-        extra = getattr(evaluator, "identity", None)  # e.g. a judge's prompt version, provider and model
-        if extra:
+        if extra := getattr(evaluator, "identity", None):  # e.g. a judge's prompt version, provider and model
             identity["extra"] = dict(extra)
         if scope != "turn":  # judged once per conversation: another criterion than a turn's
             identity["scope"] = scope
-        evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path)))
+        evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path),
+                                        cached=getattr(evaluator, "cached", True) is not False if cache is None else cache))
 
     # a case an evaluator cannot read stops here, before anything runs (one pass over the cases)
     excluders = [x for x in (getattr(spec.evaluator, "exclude", None) for spec in evaluators) if x is not None]

@@ -585,3 +585,64 @@ def test_evaluators_see_only_the_artifact_types_the_judgment_key_keeps(tmp_path)
     assert seen[1:] == [["retrieval/v1", "usage/v1"]] * 2  # another evaluator declares it: in the key, shown
     assert judgments[0]["undeclared"].status == "pass"
     store.close()
+
+
+def test_an_evaluator_that_is_not_cached_is_judged_on_every_run_and_writes_no_row(tmp_path):
+    # `cached = False` (an evaluator's own say) or `cache: false` (the suite's): its judgments are
+    # made on every run, counted as misses, and never read from or written to the judgment cache;
+    # the other evaluators of the same pairs keep their rows
+    from types import SimpleNamespace
+
+    from oloproof_core.engine.judging import judge
+    from oloproof_core.model.records import Case, Execution, Judgment
+    from oloproof_local import LocalStore, Options
+
+    made = []
+
+    class Counted:
+        criterion = "counted"
+
+        def evaluate(self, case, execution):
+            made.append((self.criterion, case.id))
+            return Judgment.of(True)
+
+    class Uncached(Counted):
+        criterion, cached = "uncached", False
+
+    class Refused(Counted):
+        criterion = "refused"
+
+    def spec(evaluator, **kw):
+        return SimpleNamespace(evaluator=evaluator, identity={"type": evaluator.criterion}, **kw)
+
+    pairs = [(Case(id=f"c{i}", input={"q": i}), Execution(output={"answer": "a"})) for i in range(3)]
+    store = LocalStore(Options(), tmp_path)
+    specs = [spec(Counted()), spec(Uncached()), spec(Refused(), cached=False)]
+    for run in range(2):
+        judgments, figures = judge(pairs, specs, store, concurrency=1)
+        assert all(j[c].status == "pass" for j in judgments for c in ("counted", "uncached", "refused"))
+        assert figures["judgment"] == ([0, 9] if run == 0 else [3, 6]), figures
+    assert sorted(made) == sorted([("counted", f"c{i}") for i in range(3)]
+                                  + [(c, f"c{i}") for c in ("uncached", "refused") for i in range(3)] * 2)
+    rows = store.cache_get_many("judgment", [k for (k,) in store.db.execute(
+        "SELECT lower(hex(key)) FROM cache WHERE ns = 'judgment'")])
+    assert len(rows) == 3 and all(len(row) == 1 for row in rows.values()), rows  # Counted's alone
+    store.close()
+
+
+def test_the_suite_s_cache_key_says_whether_an_evaluator_s_judgments_are_cached(project):
+    project.cases([case(0), case(1, ok=False)])
+    suite = (project.root / "oloproof.yaml").read_text(encoding="utf-8")
+    project.write("oloproof.yaml", suite.replace("expected_field: answer}", "expected_field: answer, cache: false}"))
+    assert cache_lines(project.run("run").out)[0] == "Cache: execution 0 hit/2 miss; judgment 0 hit/2 miss"
+    again = project.run("run")
+    assert cache_lines(again.out)[0] == "Cache: execution 2 hit/0 miss; judgment 0 hit/2 miss", again
+    assert "50.0%" in again.out
+    assert re.search(r"│ judgment +│ 0 +│", project.run("cache").out)  # no row written
+    project.write("oloproof.yaml", suite.replace("expected_field: answer}", "expected_field: answer, cache: true}"))
+    assert cache_lines(project.run("run").out)[0] == "Cache: execution 2 hit/0 miss; judgment 0 hit/2 miss"
+    assert cache_lines(project.run("run").out)[0] == "Cache: execution 2 hit/0 miss; judgment 2 hit/0 miss"
+    project.write("oloproof.yaml", suite.replace("expected_field: answer}", 'expected_field: answer, cache: "no"}'))
+    bad = project.run("run")
+    assert bad.code == 2 and bad.err.count("\n") == 1, bad
+    assert "oloproof.yaml:" in bad.err and "$.evaluators[0].cache: expected true or false, got 'no' (str)" in bad.err, bad
