@@ -83,6 +83,10 @@ def render() -> str:
             "always clustered by `metadata.conversation`, case-weighted unless `cluster_estimand` says otherwise, "
             "and `cluster` beside it is an error ([conversations.md](conversations.md)).",
             ""]
+    out += ["Every evaluator also takes `cache`: `true` keeps its judgments in the judgment cache, `false` makes "
+            "them on every run; by default the evaluator decides (the in-process builtins, such as `contains` and "
+            "the retrieval metrics, are made on every run; judges are cached) "
+            "([caching.md](caching.md#which-judgments-are-cached)).", ""]
     out += ["Every evaluator also takes `scope`: `turn` (the default: every case, every turn of a conversation) "
             "or `conversation` (judged once per conversation, on its last turn, reading the whole transcript; "
             "`rubric_judge` only) ([conversations.md](conversations.md#criteria)).", ""]

@@ -98,6 +98,15 @@ class Project:
     def run(self, *args: str, **kw) -> Result:
         return olo(*args, cwd=self.root, **kw)
 
+    def cache_judgments(self) -> None:
+        """Every evaluator of the suite (each written ``- {type: ...}`` on its line) with ``cache: true``:
+        in-process ones such as `contains` are made on every run by default; a test that watches the
+        judgment cache keeps them there."""
+        import re
+
+        text = (self.root / "oloproof.yaml").read_text(encoding="utf-8")
+        self.write("oloproof.yaml", re.sub(r"(?m)^(\s*- \{type: .*)\}$", r"\1, cache: true}", text))
+
     def runs(self) -> list[str]:
         import sqlite3
 

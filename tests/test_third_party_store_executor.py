@@ -76,8 +76,8 @@ def test_plugins_lists_the_store_and_the_executor(venv: Venv, tmp_path: Path) ->
 def test_runs_compare_and_store_check_on_the_jsonfolder_store(venv: Venv, tmp_path: Path) -> None:
     project = example("basic", tmp_path / "basic")
     config = project / "oloproof.yaml"
-    config.write_text(config.read_text(encoding="utf-8") + "store: {type: jsonfolder, path: .olo-json}\n",
-                      encoding="utf-8")
+    cached = re.sub(r"(?m)^(\s*- \{type: .*)\}$", r"\1, cache: true}", config.read_text(encoding="utf-8"))
+    config.write_text(cached + "store: {type: jsonfolder, path: .olo-json}\n", encoding="utf-8")  # judgments kept too
     first = venv.oloproof("run", cwd=project)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "Cache: execution 0 hit/12 miss; judgment 0 hit/24 miss" in first.stdout
@@ -151,7 +151,7 @@ def test_procpool_prints_and_records_what_the_local_executor_does(venv: Venv, tm
     # the stage caches are read in the workers: re-executing unchanged stages hits them
     assert venv.oloproof("cache", "clear", "execution", cwd=there).returncode == 0
     again = venv.oloproof("run", "--executor", "procpool", cwd=there)
-    assert "Cache: execution 0 hit/13 miss; judgment 65 hit/0 miss" in again.stdout, again.stdout + again.stderr
+    assert "Cache: execution 0 hit/13 miss; judgment 0 hit/65 miss" in again.stdout, again.stdout + again.stderr
     assert "Stages: retrieve 13 hit/0 miss; generate 13 hit/0 miss" in again.stdout
 
 
@@ -181,7 +181,7 @@ def test_procpool_workers_read_the_jsonfolder_store(venv: Venv, tmp_path: Path) 
     assert "Stages: retrieve 0 hit/13 miss; generate 0 hit/13 miss" in first.stdout
     shutil.rmtree(project / ".oloproof-json" / "cache" / "execution")  # the store is a folder: clear a cache by hand
     again = venv.oloproof("run", cwd=project)
-    assert "Cache: execution 0 hit/13 miss; judgment 65 hit/0 miss" in again.stdout, again.stdout + again.stderr
+    assert "Cache: execution 0 hit/13 miss; judgment 0 hit/65 miss" in again.stdout, again.stdout + again.stderr
     assert "Stages: retrieve 13 hit/0 miss; generate 13 hit/0 miss" in again.stdout
     check = venv.oloproof("store", "check", cwd=project)
     assert check.returncode == 0 and check.stdout.splitlines()[-1] == "No damage found", check.stdout + check.stderr

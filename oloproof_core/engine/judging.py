@@ -285,8 +285,9 @@ def judge_suite(pairs: Sequence[tuple[Case, Execution | None]], suite: Suite, st
     from oloproof_core.model.retrieval import AtKEvaluator, judged_case
 
     for spec in suite.evaluators:
-        if hasattr(spec.evaluator, "bind_cache"):
-            spec.evaluator.bind_cache(PassageCache(store, read=use_cache) if store is not None and judgments_cached(spec) else None)
+        if hasattr(spec.evaluator, "bind_cache"):  # a judge's finer cache: none when its judgments are not cached
+            cached = store is not None and judgments_cached(spec)
+            spec.evaluator.bind_cache(PassageCache(store, read=use_cache) if cached else None)
     name = suite.relevance_judge
     if name is None:
         return judge_until_interrupted(pairs, suite.evaluators, store, suite.concurrency, use_cache, progress, writer)

@@ -258,6 +258,7 @@ class AtKEvaluator(abc.ABC):
 
     name = "at_k"
     metric = "proportion"
+    cached = False  # in-process and deterministic: made again for less than a cache row costs
     reads = ("retrieval/v1",)
 
     def __init__(self, options: AtKOptions):

@@ -27,6 +27,7 @@ class CitationValidity:
 
     options: Options
     metric = "proportion"
+    cached = False  # in-process and deterministic: made again for less than a cache row costs
     reads = ("citations/v1", "context/v1")
 
     @property

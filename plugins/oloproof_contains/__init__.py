@@ -25,6 +25,7 @@ class Options:
 class Contains:
     options: Options
     metric = "proportion"
+    cached = False  # in-process and deterministic: made again for less than a cache row costs
     reads = ()  # the output alone: no artifact (the judgment cache key leaves the others out)
 
     @property

@@ -55,6 +55,7 @@ class Cost:
 
     options: Options
     metric = "proportion"
+    cached = False  # in-process and deterministic: made again for less than a cache row costs
     reads = ("usage/v1",)
 
     @property

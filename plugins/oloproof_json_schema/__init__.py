@@ -101,6 +101,7 @@ class JsonSchema:
     schema: dict = attrs.field(eq=False, repr=False)
     validator: Any = attrs.field(eq=False, repr=False)
     metric = "proportion"
+    cached = False  # in-process and deterministic: made again for less than a cache row costs
 
     @property
     def criterion(self) -> str:

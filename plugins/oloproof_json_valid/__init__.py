@@ -26,6 +26,7 @@ class JsonValid:
 
     options: Options
     metric = "proportion"
+    cached = False  # in-process and deterministic: made again for less than a cache row costs
 
     @property
     def criterion(self) -> str:

@@ -37,6 +37,7 @@ class Latency:
 
     options: Options
     metric = "proportion"
+    cached = False  # in-process and deterministic: made again for less than a cache row costs
     reads = ("usage/v1",)
 
     @property

@@ -74,6 +74,7 @@ class Numeric:
 
     options: Options
     metric = "proportion"
+    cached = False  # in-process and deterministic: made again for less than a cache row costs
 
     @property
     def criterion(self) -> str:

@@ -69,6 +69,7 @@ class Regex:
     options: Options
     regex: re.Pattern = attrs.field(init=False, eq=False, repr=False)
     metric = "proportion"
+    cached = False  # in-process and deterministic: made again for less than a cache row costs
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "regex", compiled(self.options.pattern, self.options.flags))

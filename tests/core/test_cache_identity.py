@@ -15,10 +15,11 @@ import pytest
 
 from conftest import Project, Served, case
 
+# cache: true: these tests watch the judgment cache's key, and `contains` is not cached by default
 CONTAINS = """
 cases: cases.jsonl
 evaluators:
-  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer, cache: true}
 """
 
 
@@ -149,7 +150,7 @@ class Second(Base):
 HIT_RATE = """
 cases: cases.jsonl
 evaluators:
-  - {type: hit_rate, k: 1}
+  - {type: hit_rate, k: 1, cache: true}
 """
 
 
@@ -307,7 +308,7 @@ def http_project(root, port: int, extra: str = "") -> Project:
     project = Project(root)
     system = (f"system:\n  name: svc\n  {extra}\n  http:\n    url: http://127.0.0.1:{port}/answer\n"
               "    output_path: answer\n    retries: 0\n    timeout: 5\n")
-    project.write("oloproof.yaml", system + CONTAINS.replace("field: answer, ", ""))
+    project.write("oloproof.yaml", system + CONTAINS.replace("answer_correct, field: answer, ", "answer_correct, "))
     project.cases([case(i) for i in range(4)])
     return project
 
@@ -381,8 +382,8 @@ def test_the_judgment_cache_holds_one_row_a_case_and_an_evaluator_whose_identity
         system: {name: echo, version: "1", callable: app:run}
         cases: cases.jsonl
         evaluators:
-          - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
-          - {type: contains, criterion: strict, field: answer, expected_field: answer, case_sensitive: CASE}
+          - {type: contains, criterion: answer_correct, field: answer, expected_field: answer, cache: true}
+          - {type: contains, criterion: strict, field: answer, expected_field: answer, case_sensitive: CASE, cache: true}
     """
     project.write("oloproof.yaml", suite.replace("CASE", "true"))
     first = project.run("run")
@@ -532,13 +533,14 @@ def test_a_measured_latency_voids_only_the_judgments_that_read_it(tmp_path):
         system: {name: timed, version: "1", callable: app:run}
         cases: cases.jsonl
         evaluators:
-          - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+          - {type: contains, criterion: answer_correct, field: answer, expected_field: answer, cache: true}
     """
     project.write("oloproof.yaml", suite)
     assert project.run("run").code == 0
     again = project.run("run", "--refresh")  # executed afresh: other seconds, the same answers
     assert cache_lines(again.out)[0] == "Cache: execution 0 hit/4 miss; judgment 4 hit/0 miss", again
-    project.write("oloproof.yaml", suite.rstrip() + "\n          - {type: latency, criterion: fast, max_seconds: 5}\n")
+    latency = "{type: latency, criterion: fast, max_seconds: 5, cache: true}"
+    project.write("oloproof.yaml", suite.rstrip() + f"\n          - {latency}\n")
     assert "judgment 0 hit/8 miss" in project.run("run", "--refresh").out  # a key of its own: both judged
     timed = project.run("run", "--refresh")
     assert cache_lines(timed.out)[0] == "Cache: execution 0 hit/4 miss; judgment 0 hit/8 miss", timed

@@ -34,8 +34,10 @@ def test_run_prints_the_documented_layout_and_stores_the_run(project):
     assert project.runs() == [lines[0].split()[1]]
 
 
+
 @pytest.mark.slow
 def test_second_run_is_served_from_both_caches(project):
+    project.cache_judgments()
     project.cases([case(i) for i in range(5)])
     assert project.run("run").code == 0
     again = project.run("run")
@@ -45,6 +47,7 @@ def test_second_run_is_served_from_both_caches(project):
 
 @pytest.mark.slow
 def test_no_cache_executes_and_judges_again(project):
+    project.cache_judgments()
     project.cases([case(i) for i in range(3)])
     assert project.run("run").code == 0
     assert "Cache: execution 0 hit/3 miss; judgment 0 hit/3 miss" in project.run("run", "--no-cache").out
@@ -53,6 +56,7 @@ def test_no_cache_executes_and_judges_again(project):
 
 @pytest.mark.slow
 def test_editing_the_system_code_misses_the_execution_cache(project):
+    project.cache_judgments()
     project.cases([case(i) for i in range(3)])
     first = project.run("run")
     project.write("app.py", (project.root / "app.py").read_text() + "\nCHANGED = True\n")
@@ -64,10 +68,11 @@ def test_editing_the_system_code_misses_the_execution_cache(project):
 
 
 def test_changing_an_evaluator_misses_only_the_judgment_cache(project):
+    project.cache_judgments()
     project.cases([case(i) for i in range(4)])
-    project.run("run")
-    text = (project.root / "oloproof.yaml").read_text().replace("expected_field: answer}",
-                                                                 "expected_field: answer, case_sensitive: true}")
+    assert "Cache: execution 4 hit/0 miss; judgment 4 hit/0 miss" in [project.run("run") for _ in range(2)][1].out
+    text = (project.root / "oloproof.yaml").read_text().replace("expected_field: answer, cache: true}",
+                                                                 "expected_field: answer, case_sensitive: true, cache: true}")
     project.write("oloproof.yaml", text)
     assert "Cache: execution 4 hit/0 miss; judgment 0 hit/4 miss" in project.run("run").out
 
@@ -308,3 +313,13 @@ def test_a_run_id_is_the_ulid_of_its_time_and_randomness():
         assert set(first[4:]) <= set(CROCKFORD) and ulid_milliseconds(second) > ulid_milliseconds(first)
         ids |= {first, second}
     assert len(ids) == 100
+
+
+def test_the_judgments_of_an_in_process_evaluator_are_made_on_every_run(project):
+    # contains is in-process and deterministic (cached = False): its judgments are made again on
+    # every run, which costs less than a judgment-cache row, and count as misses
+    project.cases([case(i) for i in range(5)])
+    assert "Cache: execution 0 hit/5 miss; judgment 0 hit/5 miss" in project.run("run").out
+    again = project.run("run")
+    assert "Cache: execution 5 hit/0 miss; judgment 0 hit/5 miss" in again.out, again
+    assert re.search(r"│ judgment +│ 0 +│", project.run("cache").out)

@@ -346,6 +346,7 @@ def test_flipped_bytes_in_a_case_record_are_detected(project):
 
 @pytest.mark.slow
 def test_an_edited_cached_judgment_is_a_miss_and_a_warning(project):
+    project.cache_judgments()
     project.cases([case(i, ok=i > 1) for i in range(12)])
     first = project.run("run")
     assert "10 / 12 observed" in first.out

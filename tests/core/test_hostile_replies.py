@@ -73,7 +73,8 @@ def test_a_hostile_judge_reply_costs_its_own_judgment_only(tmp_path, request, ki
         assert again.code == 0, again
         asked = sorted(p.split("TRIGGER-")[1].split()[0] for p in standin.prompts()[paid:] if "TRIGGER-" in p)
         assert asked == ["cut_bytes", "deep", "duplicate", "nan", "overflow"], standin.prompts()[paid:]
-    assert "judgment 19 hit/5 miss" in again.out, again.out  # 12 contains, 7 kept rubric judgments
+    # the 7 kept rubric judgments from the cache; the 5 refused asked again, the 12 contains made again (not cached)
+    assert "judgment 7 hit/17 miss" in again.out, again.out
 
 
 @pytest.mark.parametrize("kind", STORES)

@@ -96,5 +96,6 @@ def test_ctrl_c_between_the_waves_of_conversations_keeps_the_turns_before_it(pro
     assert len(project.runs()) == 1
     resumed = project.run("run")
     assert resumed.code == 0, resumed
-    assert "Cache: execution 11 hit/13 miss; judgment 11 hit/13 miss" in resumed.out, resumed  # every finished turn reused
+    # every finished turn reused; contains (not cached) judges all 24 again
+    assert "Cache: execution 11 hit/13 miss; judgment 0 hit/24 miss" in resumed.out, resumed
     assert "mean of 24 cases in 8 clusters · 0 clusters missing" in resumed.out, resumed

@@ -20,6 +20,7 @@ def db(project):
     return sqlite3.connect(project.root / ".oloproof" / "store.db", isolation_level=None)
 
 
+
 def forge_judgments(project) -> int:
     """What a writer with table rights and no key does: every failing judgment turned into a pass,
     with the plain sha256 checksum that was all the store asked for."""
@@ -37,6 +38,7 @@ def forge_judgments(project) -> int:
 
 def test_without_a_key_a_writer_can_forge_a_judgment(project):
     """The documented limit of unkeyed checksums: they find damage, not forgery."""
+    project.cache_judgments()
     project.cases([case(0), case(1, ok=False)])
     assert project.run("run").code == 0 and "50.0%" in project.run("inspect", "latest").out
     assert forge_judgments(project) == 1
@@ -46,6 +48,7 @@ def test_without_a_key_a_writer_can_forge_a_judgment(project):
 
 @pytest.mark.parametrize("where", ["env", "file"])
 def test_with_a_key_a_forged_judgment_is_found_by_check_and_recomputed_by_the_next_run(project, where):
+    project.cache_judgments()
     env = {"OLOPROOF_STORE_KEY": KEY} if where == "env" else {}
     if where == "file":
         project.write(".oloproof/key", KEY + "\n")
@@ -304,6 +307,7 @@ def test_a_database_without_the_stores_tables_is_damage(project):
 
 def test_store_sign_adopts_a_key_keeping_the_rows_stored_before_it(project):
     env = {"OLOPROOF_STORE_KEY": KEY}
+    project.cache_judgments()
     project.cases([case(0), case(1, ok=False)])
     first = project.run("run")
     assert first.code == 0 and project.run("run").code == 0

@@ -374,7 +374,11 @@ def test_all_six_through_a_callable_system(project):
     project.write("app.py", APP)
     checks_project(project, "  callable: app:run")
     assert_verdicts(project)
-    # a second run reuses every execution and judgment; a changed schema file misses only its own
+    # the six are in-process: made again on every run, not cached
+    assert "Cache: execution 3 hit/0 miss; judgment 0 hit/18 miss" in project.run("run").out
+    # cached (cache: true), a second run reuses every judgment; a changed schema file misses only its own
+    project.cache_judgments()
+    assert "judgment 0 hit/18 miss" in project.run("run").out
     again = project.run("run")
     assert "judgment 18 hit/0 miss" in again.out, again
     project.write("schemas/order.json", json.dumps({**ORDER, "required": ["total", "currency"]}))

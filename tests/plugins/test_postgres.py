@@ -85,7 +85,7 @@ def test_run_compare_diagnose_inspect_export_match_the_local_store(team, tmp_pat
     on_postgres = flow(team, team.env)
     assert cache_lines(on_postgres[0]) == ["Cache: execution 0 hit/13 miss; judgment 0 hit/65 miss",
                                            "Stages: retrieve 0 hit/13 miss; generate 0 hit/13 miss"]
-    assert cache_lines(on_postgres[1])[0] == "Cache: execution 13 hit/0 miss; judgment 65 hit/0 miss"
+    assert cache_lines(on_postgres[1])[0] == "Cache: execution 13 hit/0 miss; judgment 0 hit/65 miss"  # in-process: made again
     assert "CONTEXT_ASSEMBLY_LOSS: 2 of 4" in on_postgres[3]
     assert not (team.root / ".oloproof" / "store.db").exists(), "nothing went to the local store"
     assert olo("init", "--example", "support_rag", "local", cwd=tmp_path).code == 0
@@ -98,6 +98,7 @@ def test_run_compare_diagnose_inspect_export_match_the_local_store(team, tmp_pat
 
 def test_two_runs_at_once_and_a_cache_shared_between_processes(team, tmp_path):
     assert run(team, "store", "init").code == 0
+    team.cache_judgments()  # the judgment cache shared too
     env = {**os.environ, "NO_COLOR": "1", **team.env}
     procs = [subprocess.Popen([sys.executable, "-m", "oloproof", "run"], cwd=team.root, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]

@@ -24,7 +24,9 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "stores.md"
 
 @pytest.fixture
 def echo(project, pg_server, pg_schema):
-    """The echo project on a fresh postgres schema (tables made), its dsn in OLOPROOF_DSN."""
+    """The echo project on a fresh postgres schema (tables made), its dsn in OLOPROOF_DSN, its
+    judgments cached (the rows a writer forges)."""
+    project.cache_judgments()
     with open(project.root / "oloproof.yaml", "a", encoding="utf-8") as f:
         f.write(store_block(pg_schema))
     project.env = {"OLOPROOF_DSN": pg_server.url()}

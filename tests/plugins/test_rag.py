@@ -48,10 +48,11 @@ class Mini:
         return len(passage.text.split())
 '''
 
+# cache: true: these tests watch which judgments each change voids (contains is made every run by default)
 EVALUATORS = """
 cases: cases.jsonl
 evaluators:
-  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer, cache: true}
 """
 
 
