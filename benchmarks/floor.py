@@ -5,9 +5,9 @@
     python benchmarks/floor.py http --cases cases.jsonl --url URL --concurrency 64
 
 It is the reference the speed targets divide by (benchmarks/targets.py), beside the bare loop: a
-run of Oloproof does all of this and more (located errors, checksums, seals, the judgment cache,
-tallies, intervals, the gate, the report), so the floor says how close the framework's own
-per-case work comes to the least that recording needs. Each case, read from the project's case
+run of Oloproof does all of this and more (located errors, checksums, seals, tallies, intervals,
+the gate, the report), so the floor says how close the framework's own per-case work comes to the
+least that recording needs. Each case, read from the project's case
 file (one ``json.loads`` of its line, nothing checked):
 
 - the input serialised once (canonical JSON: sorted keys, no whitespace), which is both the
