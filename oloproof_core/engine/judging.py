@@ -13,7 +13,7 @@ from oloproof_core.engine.conversations import last_turns
 from oloproof_core.engine.suite import Suite
 from oloproof_core.model.errors import EvaluationError
 from oloproof_core.model.identity import digest
-from oloproof_core.model.records import LAST_TURN, Case, Execution, Judgment
+from oloproof_core.model.records import LAST_TURN, Case, Execution, Judgment, caches_judgments
 from oloproof_core.model.untrusted import NotStorable, clean_text, storable
 from oloproof_core.storage.cache_writer import DELAY, CacheWriter, Namespace
 
@@ -35,11 +35,10 @@ def judge(pairs: Sequence[tuple[Case, Execution | None]], specs: Sequence[Any], 
 
 
 def judgments_cached(spec: Any) -> bool:
-    """Whether an evaluator's judgments go through the judgment cache: its ``cache:`` in the suite,
-    else what the evaluator says (``cached = False``: in-process and deterministic, made again for
-    less than a cache row costs), else yes."""
+    """Whether an evaluator's judgments go through the judgment cache: the suite's say
+    (``EvaluatorSpec.cached``, from ``cache:``), else the evaluator's own (caches_judgments)."""
     said = getattr(spec, "cached", None)
-    return getattr(spec.evaluator, "cached", True) is not False if said is None else said
+    return caches_judgments(spec.evaluator) if said is None else said
 
 
 def read_kinds(specs: Sequence[Any]) -> frozenset[str] | None:
@@ -95,7 +94,9 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     The judgment cache holds one row a (case, execution): its key the digest of the case and the
     execution's record (:func:`pair_key`), its value the judgments by evaluator identity digest. An evaluator
     whose identity is in the row is a hit; the others are judged and the row written again with
-    their judgments added. The figures count one lookup per judgment, as before.
+    their judgments added. The figures count one lookup per judgment, as before. An evaluator whose
+    judgments are not cached (:func:`judgments_cached`) is judged on every run, in no row, and
+    counted as a miss.
     """
     keys: dict[int, str] = {}  # pair -> its judgment-cache key: the digest of the case and its execution
     shown: dict[int, Execution] = {}  # pair -> what its evaluators are shown (judged_view)

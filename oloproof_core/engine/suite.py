@@ -18,7 +18,7 @@ from oloproof_core.engine.conversations import CLUSTER, with_scope
 from oloproof_core.config.documents import Document, structure, yaml_path
 from oloproof_core.model.errors import ConfigError
 from oloproof_core.model.identity import canonical, digest
-from oloproof_core.model.records import Case, Evaluator, Slice, StageCache, System, select
+from oloproof_core.model.records import Case, Evaluator, Slice, StageCache, System, caches_judgments, select
 from oloproof_core.hooks.manager import Plugins
 from oloproof_core.engine.fingerprint import plugin_code
 from oloproof_core.engine.providers import suite_providers
@@ -153,7 +153,7 @@ def load_suite(config_path: Path, plugins: Plugins, doc: Document | None = None,
         if scope != "turn":  # judged once per conversation: another criterion than a turn's
             identity["scope"] = scope
         evaluators.append(EvaluatorSpec(type=name, evaluator=evaluator, identity=identity, where=doc.where(path),
-                                        cached=getattr(evaluator, "cached", True) is not False if cache is None else cache))
+                                        cached=caches_judgments(evaluator) if cache is None else cache))
 
     # a case an evaluator cannot read stops here, before anything runs (one pass over the cases)
     excluders = [x for x in (getattr(spec.evaluator, "exclude", None) for spec in evaluators) if x is not None]

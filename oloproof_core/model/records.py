@@ -304,6 +304,12 @@ class Evaluator(Protocol):
     def evaluate(self, case: Case, execution: Execution) -> Judgment: ...
 
 
+def caches_judgments(evaluator: Any) -> bool:
+    """Whether an evaluator's own say (``cached``, absent: yes) puts its judgments in the judgment
+    cache; ``cached = False``: in-process and deterministic, made again for less than a cache row."""
+    return getattr(evaluator, "cached", True) is not False
+
+
 class Metric(Protocol):
     """Summarises the judgments of one criterion with an interval at a confidence level."""
 
