@@ -5,6 +5,7 @@ cached per (text, model identity)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -98,6 +99,29 @@ evaluators:
   - {type: similarity, provider: openai, model: bag-of-words, threshold: 0.5,
      provider_options: {base_url: "URL", api_key_env: null}}
 """
+
+
+@pytest.mark.slow
+def test_cache_false_asks_the_embedder_on_every_run_and_keeps_no_vector(tmp_path):
+    # cache: false on a judge: its judgments and its finer cache (the vectors, bind_cache) are
+    # neither read nor written, so every run asks the provider again
+    from conftest import APP
+
+    project = Project(tmp_path)
+    project.write("app.py", APP)
+    project.cases([{"id": "close", "input": {"q": PARAPHRASE}, "expected": {"answer": REFUND}},
+                   {"id": "far", "input": {"q": UNRELATED}, "expected": {"answer": REFUND}}])
+    with StandIn() as standin:
+        project.write("oloproof.yaml", SUITE.replace("URL", standin.openai_url).replace("threshold: 0.5,",
+                                                                                          "threshold: 0.5, cache: false,"))
+        first = project.run("run")
+        assert first.code == 0 and "1 / 2 observed" in first.out, first
+        asked = len(standin.requests)
+        assert asked > 0
+        second = project.run("run")
+        assert "judgment 0 hit/2 miss" in second.out and "1 / 2 observed" in second.out, second
+        assert len(standin.requests) == 2 * asked  # asked again, as the first run did
+    assert re.search(r"│ judgment +│ 0 +│", project.run("cache").out)  # no judgment row, no vector
 
 
 @pytest.mark.slow
