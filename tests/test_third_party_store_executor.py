@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import Project
 
 from test_third_party import IGNORE, ROOT, Venv, clean_env, row
 
@@ -76,8 +77,9 @@ def test_plugins_lists_the_store_and_the_executor(venv: Venv, tmp_path: Path) ->
 def test_runs_compare_and_store_check_on_the_jsonfolder_store(venv: Venv, tmp_path: Path) -> None:
     project = example("basic", tmp_path / "basic")
     config = project / "oloproof.yaml"
-    cached = re.sub(r"(?m)^(\s*- \{type: .*)\}$", r"\1, cache: true}", config.read_text(encoding="utf-8"))
-    config.write_text(cached + "store: {type: jsonfolder, path: .olo-json}\n", encoding="utf-8")  # judgments kept too
+    Project(project).cache_judgments()  # its judgments kept too
+    config.write_text(config.read_text(encoding="utf-8") + "store: {type: jsonfolder, path: .olo-json}\n",
+                      encoding="utf-8")
     first = venv.oloproof("run", cwd=project)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "Cache: execution 0 hit/12 miss; judgment 0 hit/24 miss" in first.stdout

@@ -54,23 +54,21 @@ class CacheWriter:
         """A writer of ``namespace`` whose values go into this writer's commits (closed with it)."""
         return Namespace(self, namespace)
 
-    def put(self, key: str, value: Any, namespace: str | None = None) -> None:
-        if self.error is not None:
-            self._raise()
-        with self.ready:
-            waiting = not self.items
-            self.items.setdefault(namespace or self.namespace, []).append((key, value))
-            if waiting:
-                self.ready.notify()
+    def put(self, key: str, value: Any) -> None:
+        self.add(self.namespace, [(key, value)])
 
-    def put_many(self, items: list[tuple[str, Any]], namespace: str | None = None) -> None:
+    def put_many(self, items: list[tuple[str, Any]]) -> None:
         """:meth:`put` of each item, under one hold of the lock."""
+        self.add(self.namespace, items)
+
+    def add(self, namespace: str, items: list[tuple[str, Any]]) -> None:
+        """``items`` of ``namespace`` into the next commit, under one hold of the lock."""
         if self.error is not None:
             self._raise()
         if items:
             with self.ready:
                 waiting = not self.items
-                self.items.setdefault(namespace or self.namespace, []).extend(items)
+                self.items.setdefault(namespace, []).extend(items)
                 if waiting:
                     self.ready.notify()
 
@@ -141,7 +139,7 @@ class Namespace:
         self.writer, self.namespace = writer, namespace
 
     def put(self, key: str, value: Any) -> None:
-        self.writer.put(key, value, self.namespace)
+        self.writer.add(self.namespace, [(key, value)])
 
     def put_many(self, items: list[tuple[str, Any]]) -> None:
-        self.writer.put_many(items, self.namespace)
+        self.writer.add(self.namespace, items)
