@@ -128,6 +128,7 @@ _WHERE = {
     "retry_after": ("oloproof_core.engine.providers", "retry_after"),
     "text_of": ("oloproof_core.engine.providers", "text_of"),
     "json_encoder": ("oloproof_core.model.identity", "json_encoder"),
+    "json_text": ("oloproof_core.model.identity", "json_text"),
 }
 
 
@@ -232,6 +233,7 @@ __all__ = [
     "current_case",
     "digest",
     "json_encoder",
+    "json_text",
     "display",
     "evidence_words",
     "hookimpl",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from oloproof_core.model.errors import ConfigError, OloproofError
+from oloproof_core.model.untrusted import STRICT_HOOKS, Refused
 
 # -- bounded input: every file is checked for size, nesting and expansion before it is built -----
 
@@ -42,8 +43,6 @@ def read_text(path: Path, *, limit: int, fix: str) -> str:
 
 def shown(path: Path) -> str:
     """``path`` as the user would write it: relative to the current directory when inside it."""
-    import os
-
     try:
         return os.path.relpath(path) if Path(os.path.abspath(path)).is_relative_to(Path.cwd()) else str(path)
     except (OSError, ValueError):
@@ -127,27 +126,9 @@ _LONG_NUMBER = f"invalid JSON: an integer of more than {sys.get_int_max_str_digi
 _LONG_NUMBER_FIX = "write the number as a string, or with fewer digits"
 
 
-class _Strict(ValueError):
-    """Raised inside the JSON decoder's hooks: a value no strict JSON parser accepts."""
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict:
-    obj = dict(pairs)  # built in C; a duplicate key leaves it shorter than the pairs
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _Strict(f"duplicate key {key!r}")
-            seen.add(key)
-    return obj
-
-
-def _constant(name: str) -> Any:
-    raise _Strict(f"{name} is not a JSON number")
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
-_SCAN = json.JSONDecoder(parse_constant=_constant).scan_once  # C throughout: no hook called per object
+_DECODER = json.JSONDecoder(**STRICT_HOOKS)  # NaN, 1e400 and a duplicate key refused
+# NaN and 1e400 refused; a duplicate key is found by counting the keys (_unique), with no hook per object
+_SCAN = json.JSONDecoder(parse_constant=STRICT_HOOKS["parse_constant"], parse_float=STRICT_HOOKS["parse_float"]).scan_once
 _SPACE = (" ", "\t", "\n", "\r")  # JSON's whitespace, which the decoder skips around a value
 
 
@@ -215,7 +196,7 @@ def parse_json_line(line: str, where: str) -> Any:
 def _strict_line(line: str, where: str) -> Any:
     try:
         obj = _DECODER.decode(line)
-    except _Strict as exc:
+    except Refused as exc:
         raise ConfigError(f"invalid JSON: {exc}", where=where,
                           fix="write strict JSON: numbers are finite, each key appears once") from None
     except json.JSONDecodeError as exc:
@@ -242,7 +223,7 @@ def parse_json_text(text: str, path: Path) -> Any:
             depth -= 1
     try:
         obj = _DECODER.decode(text)
-    except _Strict as exc:
+    except Refused as exc:
         raise ConfigError(f"invalid JSON: {exc}", where=path.name,
                           fix="write strict JSON: numbers are finite, each key appears once") from None
     except json.JSONDecodeError as exc:

@@ -38,6 +38,13 @@ def reuses_executions(suite: Suite, use_cache: bool = True) -> bool:
     return suite.executions == "reuse" or not getattr(suite.system, "opaque", False)
 
 
+def holds_executions(store: Any) -> bool:
+    """Whether the store may hold a cached execution: False only when it says its ``execution``
+    namespace is empty (``cache_holds``, an optional store member); a store without it is asked."""
+    holds = getattr(store, "cache_holds", None)
+    return holds is None or bool(holds("execution"))
+
+
 def execution_key(identity: str, case: Case) -> str:
     """The execution cache key of a case: the digest of the system's identity, the case's input, and
     the trial when it is not the first (so a run without trials keeps its keys, and each trial is
@@ -70,7 +77,8 @@ class Executions:
                  run_id: str | None = None, progress: Any = None, writer: CacheWriter | None = None):
         self.suite, self.store, self.caches, self.run_id, self.progress = suite, store, caches, run_id, progress
         self.identity = digest(suite.system.identity)  # once per run, not once per case
-        self.reuse = reuses_executions(suite, use_cache)
+        # a store whose execution cache is empty when the run begins is not asked for each case
+        self.reuse = reuses_executions(suite, use_cache) and holds_executions(store)
         self.opaque = getattr(suite.system, "opaque", False)
         caches.setdefault("execution", [0, 0])
         self.own = writer is None  # a writer of its own, closed by close(); else the run's, which closes it

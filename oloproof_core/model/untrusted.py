@@ -123,8 +123,9 @@ def _key(key: Any, path: str) -> str:
 # -- reading a body: strict JSON, bounded ------------------------------------------------------
 
 
-class _Refused(ValueError):
-    pass
+class Refused(ValueError):
+    """What is not strict JSON though the json module reads it: NaN, a number too large to be
+    finite, a duplicate key, nesting past the bound."""
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict:
@@ -133,23 +134,25 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _Refused(f"duplicate key {clean_text(key)[0]!r}")
+                raise Refused(f"duplicate key {clean_text(key)[0]!r}")
             seen.add(key)
     return obj
 
 
 def _constant(name: str) -> Any:
-    raise _Refused(f"{name} is not a JSON number")
+    raise Refused(f"{name} is not a JSON number")
 
 
 def _float(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):
-        raise _Refused(f"{text[:40]} is too large for a number")
+        raise Refused(f"{text[:40]} is too large for a number")
     return number
 
 
-_STRICT = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)
+#: the json module's hooks that refuse (Refused) what strict JSON has not; also a JSONL line's (config/files.py)
+STRICT_HOOKS = {"object_pairs_hook": _pairs, "parse_constant": _constant, "parse_float": _float}
+_STRICT = json.JSONDecoder(**STRICT_HOOKS)
 
 
 def strict_json(data: bytes | str) -> Any:
@@ -159,11 +162,11 @@ def strict_json(data: bytes | str) -> Any:
     text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data  # UnicodeDecodeError: a ValueError
     text = text.removeprefix("\ufeff")
     if text.count("[") + text.count("{") > MAX_NESTING and _depth(text) > MAX_NESTING:
-        raise _Refused(f"nested more than {MAX_NESTING} levels deep")
+        raise Refused(f"nested more than {MAX_NESTING} levels deep")
     try:
         return _STRICT.decode(text)
     except RecursionError:
-        raise _Refused(f"nested more than {MAX_NESTING} levels deep") from None
+        raise Refused(f"nested more than {MAX_NESTING} levels deep") from None
 
 
 def _depth(text: str) -> int:
@@ -187,4 +190,4 @@ def _depth(text: str) -> int:
 def is_refusal(exc: BaseException) -> bool:
     """Whether :func:`strict_json` refused a body that parses as loose JSON (NaN, a duplicate key,
     too deep), rather than one that is not JSON at all."""
-    return isinstance(exc, _Refused)
+    return isinstance(exc, Refused)

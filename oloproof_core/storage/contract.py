@@ -271,6 +271,16 @@ class StoreContract(KeyedContract, QueryContract):
         store.cache_put_many("judgment", [("k3", {"a": 1}), ("k3", {"a": 1, "b": 2})])
         assert store.cache_get_many("judgment", ["k3"]) == {"k3": {"a": 1, "b": 2}}
 
+    def test_cache_holds_says_whether_a_namespace_has_a_value(self, open_store):
+        first, second = open_store(), open_store()
+        if not hasattr(first, "cache_holds"):
+            pytest.skip("the store has no cache_holds(): a run asks the execution cache for every case")
+        assert first.cache_holds("execution") is False
+        first.cache_put_many("judgment", [("k1", 1)])
+        assert first.cache_holds("execution") is False and second.cache_holds("judgment") is True
+        first.cache_put_many("execution", [("k1", 1)])
+        assert second.cache_holds("execution") is True
+
     def test_many_cache_keys_at_once(self, store):
         items = [(f"key{i:05d}", {"i": i}) for i in range(2500)]
         store.cache_put_many("stage:retrieve", items)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from oloproof_core.model.errors import OloproofError
-from oloproof_core.model.identity import json_encoder
+from oloproof_core.model.identity import json_text
 from oloproof_core.storage.checksums import (  # noqa: F401 - re-exported: oloproof imports them from here
     CHECK,
     KEY_ENV,
@@ -34,7 +34,6 @@ from oloproof_core.storage.checksums import (  # noqa: F401 - re-exported: olopr
 
 PAGE = 2000  # case rows a store reads at once when it streams a run
 CHUNK = 1000  # case records save_run hands to its writer at once
-_RECORD = json_encoder()  # a case row's text (built once, not once a row)
 
 
 class Sealer:
@@ -83,12 +82,12 @@ def case_rows(records: Iterable[dict], start: int, key: bytes | None = None) -> 
     rows = []
     for idx, record in enumerate(records, start):
         try:
-            text = _RECORD(record)
+            text = json_text(record)
             if not text.isascii():
                 text.encode("utf-8")  # a lone surrogate would stop the store's insert, not this row
         except (TypeError, ValueError, RecursionError):
             record = storable_record(record)
-            text = _RECORD(record)
+            text = json_text(record)
         rows.append((idx, record["id"], text, row_checksum(idx, record["id"], text, key)))
     return rows
 
@@ -159,9 +158,9 @@ class RunWriter(abc.ABC):
                 if not row_fault(exc):
                     raise
                 idx, case_id = row[0], ascii(row[1])[1:-1]
-                text = _RECORD({"id": case_id, "case": {"id": case_id, "input": {}, "expected": {}, "metadata": {}},
-                                "output": None,
-                                "artifacts": {}, "missing": f"unstorable: {type(exc).__name__}", "judgments": {}})
+                text = json_text({"id": case_id, "case": {"id": case_id, "input": {}, "expected": {}, "metadata": {}},
+                                  "output": None, "artifacts": {}, "missing": f"unstorable: {type(exc).__name__}",
+                                  "judgments": {}})
                 row = (idx, case_id, text, row_checksum(idx, case_id, text))
                 self._insert([row])
             stored.append(row)

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from oloproof import checksum, json_encoder, verdict
+from oloproof import checksum, json_text, verdict
 
 from .keys import stored_key
 
 CHUNK = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
-_VALUE = json_encoder(sort_keys=True)  # a cache value's text (built once)
 
 
 class Caches:
@@ -39,10 +38,15 @@ class Caches:
                 found[key] = json.loads(value)
         return found
 
+    def cache_holds(self, ns: str) -> bool:
+        """Whether namespace ``ns`` holds any value (one probe of the cache's index)."""
+        with self._read() as db:
+            return db.execute("SELECT 1 FROM cache WHERE ns = ? LIMIT 1", (ns,)).fetchone() is not None
+
     def cache_put_many(self, ns: str, items: Iterable[tuple[str, object]]) -> None:
         rows = []
         for k, v in items:
-            value = _VALUE(v)
+            value = json_text(v)
             rows.append((ns, stored_key(k), value, checksum(ns, k, value, key=self.key)))
         if rows:
             with self._guard(), self._lock, self._write():

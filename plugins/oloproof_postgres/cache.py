@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from oloproof import checksum, json_encoder, verdict
+from oloproof import checksum, json_text, verdict
 
 CHUNK = 1000  # keys per SELECT ... = ANY(...)
-_VALUE = json_encoder(sort_keys=True)  # a cache value's text (built once)
 
 
 class Caches:
@@ -33,6 +32,12 @@ class Caches:
                 found[key] = json.loads(value)
         return found
 
+    def cache_holds(self, ns: str) -> bool:
+        """Whether namespace ``ns`` holds any value (one probe of the cache's index)."""
+        with self._conn() as conn, self._guard():
+            row = conn.execute(f"SELECT EXISTS (SELECT 1 FROM {self.schema}.cache WHERE ns = %s)", (ns,)).fetchone()
+        return bool(row[0])
+
     def cache_stats(self) -> list[tuple[str, int, int]]:
         """(namespace, entries, bytes of stored values) for every cache namespace, by name."""
         with self._conn() as conn, self._guard():
@@ -53,7 +58,7 @@ class Caches:
     def cache_put_many(self, ns: str, items: Iterable[tuple[str, object]]) -> None:
         values = {}
         for k, v in items:  # the last value of a key wins, as in one writer's order
-            values[k] = _VALUE(v)
+            values[k] = json_text(v)
         # in key order: two writers upserting the same keys take their row locks in one order
         rows = [(ns, k, value, checksum(ns, k, value, key=self.key)) for k, value in sorted(values.items())]
         if not rows:

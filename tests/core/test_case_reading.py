@@ -121,7 +121,7 @@ def test_the_run_pass_builds_the_cases_the_check_built(project, monkeypatch):
         "   \t",
         "\u00a0",  # a line of Unicode space is blank too
         '  {"id": "spaced", "input": {"q": "b"}}  ',
-        '{"id":"tight","input":{"q":"c:d","n":1e400,"big":123456789012345678901234567890,"f":-0.0}}',
+        '{"id":"tight","input":{"q":"c:d","n":1e300,"u":1E-400,"big":123456789012345678901234567890,"f":-0.0}}',
         '{"id": "esc\\u00e9", "input": {"q": "\\ud83d\\ude00 \\" \\\\ \\n", "\\u0072": 2}}',
         json.dumps({"id": "nested", "input": {"a": [{"b": [1, {"c": None}]}, True, False]},
                     "expected": {"answer": ["x", "y:z"]}, "metadata": {"topic": "t", "k": {"x": 1}}}),

@@ -118,6 +118,7 @@ def test_a_large_config_file_is_refused_unread(project):
 @pytest.mark.parametrize(("line", "expected"), [
     ('{"id": "a", "input": {"q": NaN}}', "cases.jsonl:1: invalid JSON: NaN is not a JSON number"),
     ('{"id": "a", "input": {"q": -Infinity}}', "cases.jsonl:1: invalid JSON: -Infinity is not a JSON number"),
+    ('{"id": "a", "input": {"q": -1e400}}', "cases.jsonl:1: invalid JSON: -1e400 is too large for a number"),
     ('{"id": "a", "input": {"q": 1, "q": 2}}', "cases.jsonl:1: invalid JSON: duplicate key 'q'"),
     ('{"id": "a", "id": "b", "input": {}}', "cases.jsonl:1: invalid JSON: duplicate key 'id'"),
     ('{"id": "a\\ud800", "input": {}}', "cases.jsonl:1: $.id: a lone surrogate escape is not text"),

@@ -83,6 +83,31 @@ def test_a_run_in_batches_prints_and_stores_what_one_batch_does(fresh, monkeypat
     assert summary_a["decisions"] == summary_b["decisions"]
 
 
+def test_a_store_with_no_cached_execution_is_not_asked_for_each_case(fresh, monkeypatch):
+    """An empty execution cache (cache_holds) is not looked up batch by batch; once it holds the
+    first run's executions, the next run asks for them and finds every one."""
+    from oloproof_local.cache import Caches
+
+    asked: list[tuple[str, int]] = []
+    get_many = Caches.cache_get_many
+
+    def counted(self, ns, keys):
+        keys = list(keys)
+        asked.append((ns, len(keys)))
+        return get_many(self, ns, keys)
+
+    monkeypatch.setattr(Caches, "cache_get_many", counted)
+    monkeypatch.setattr(runner, "BATCH", 300)
+    fresh.cases(rows(1_000))
+    first = oloproof.run(fresh.root / "oloproof.yaml")
+    assert [ns for ns, _ in asked if ns == "execution"] == [] and first.caches["execution"] == [0, 1_000]
+    asked.clear()
+    second = oloproof.run(fresh.root / "oloproof.yaml")
+    assert [n for ns, n in asked if ns == "execution"] == [300, 300, 300, 100]
+    assert second.caches["execution"] == [989, 11]  # the 11 without an output were not cached
+    assert stored(fresh, second.run_id)[0]["metrics"] == stored(fresh, first.run_id)[0]["metrics"]
+
+
 def test_a_case_file_that_changes_during_a_run_stops_it_and_stores_nothing(fresh, monkeypatch):
     fresh.write("app.py", '''
         from pathlib import Path
