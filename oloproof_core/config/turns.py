@@ -23,6 +23,8 @@ def turn_id(conversation: str, turn: int) -> str:
 def is_turn(case: Case) -> bool:
     """Whether ``case`` is a turn of a conversation read from ``turns`` (not a plain case)."""
     metadata = case.metadata
+    if "conversation" not in metadata:  # every plain case: no more to look at
+        return False
     turn, conversation = metadata.get("turn"), metadata.get("conversation")
     return (type(turn) is int and type(conversation) is str
             and case.id == turn_id(conversation, turn))

@@ -9,10 +9,10 @@ finished case. Only this process writes the store.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from hashlib import sha256
 from typing import Any
 
-
-from oloproof_core.model.identity import combine, digest
+from oloproof_core.model.identity import canonical, combine, digest
 from oloproof_core.model.records import Case, Execution
 from oloproof_core.hooks.manager import Plugins
 from oloproof_core.engine.suite import Suite
@@ -50,6 +50,8 @@ def execution_key(identity: str, case: Case) -> str:
     the trial when it is not the first (so a run without trials keeps its keys, and each trial is
     cached apart); a conversation's later turn adds the history it was given (a changed earlier
     turn, or output, misses every later turn)."""
+    if not case.trial and not case.history:  # combine(identity, digest(case.input)), in one expression
+        return sha256(f"{identity}:{sha256(canonical(case.input).encode()).hexdigest()}".encode()).hexdigest()
     parts = [digest(case.input)]
     if case.trial:
         parts.append(digest({"trial": case.trial}))
@@ -117,7 +119,9 @@ class Executions:
             i = misses[j]
             executions[i] = execution
             if execution.missing is None:
-                writer.put(keys[i], {**execution.to_data(), "run": run_id})
+                value = execution.to_data()
+                value["run"] = run_id
+                writer.put(keys[i], value)
             if progress is not None:
                 progress.step()
 

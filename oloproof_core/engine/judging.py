@@ -107,27 +107,28 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
     kinds = read_kinds(specs if suite_specs is None else suite_specs)
     scoped = any(getattr(spec.evaluator, "scope", "turn") == "conversation" for spec in specs)
     last = last_turns([case for case, _ in pairs]) if scoped else ()  # scope: conversation judges these only
+    # what each evaluator is, looked up once rather than once a case
+    plan = [(spec, spec.evaluator.criterion, getattr(spec.evaluator, "exclude", None),
+             scoped and getattr(spec.evaluator, "scope", "turn") == "conversation",
+             bool(getattr(spec.evaluator, "reads", ())), identities.get(id(spec))) for spec in specs]
     for i, (case, execution) in enumerate(pairs):
         pair = None  # the digest of the case and its execution, made once for all evaluators
-        for spec in specs:
-            evaluator = spec.evaluator
-            exclude = getattr(evaluator, "exclude", None)
+        for spec, criterion, exclude, once, reads, identity in plan:
             reason = exclude(case) if exclude is not None else None
-            if scoped and i not in last and getattr(evaluator, "scope", "turn") == "conversation":
-                judgments[i][evaluator.criterion] = Judgment.excluded(LAST_TURN)
+            if once and i not in last:  # scope: conversation, on a turn before the last
+                judgments[i][criterion] = Judgment.excluded(LAST_TURN)
             elif reason is not None:
-                judgments[i][evaluator.criterion] = Judgment.excluded(reason)
+                judgments[i][criterion] = Judgment.excluded(reason)
             elif execution is None:
-                judgments[i][evaluator.criterion] = Judgment.missing("interrupted")
+                judgments[i][criterion] = Judgment.missing("interrupted")
             elif execution.missing is not None:
-                judgments[i][evaluator.criterion] = Judgment.missing(execution.missing)
-            elif execution.unrecorded is not None and getattr(evaluator, "reads", ()):
-                judgments[i][evaluator.criterion] = Judgment.missing(execution.unrecorded)
+                judgments[i][criterion] = Judgment.missing(execution.missing)
+            elif execution.unrecorded is not None and reads:
+                judgments[i][criterion] = Judgment.missing(execution.unrecorded)
             else:
                 view = shown.get(i)
                 if view is None:
                     view = shown[i] = judged_view(execution, kinds)
-                identity = identities.get(id(spec))
                 if identity is None:
                     made.append((i, spec, None))
                     continue
@@ -165,8 +166,9 @@ def judge_until_interrupted(pairs: Sequence[tuple[Case, Execution | None]], spec
 
     # In-process evaluators run here; those that wait on a service (LLM judges declare
     # `concurrent = True`) run `concurrency` at a time.
-    slow = [t for t in pending if getattr(t[1].evaluator, "concurrent", False)]
-    fast = [t for t in pending if not getattr(t[1].evaluator, "concurrent", False)]
+    waits = {id(spec) for spec in specs if getattr(spec.evaluator, "concurrent", False)}
+    slow = [t for t in pending if id(t[1]) in waits]
+    fast = [t for t in pending if id(t[1]) not in waits] if waits else pending
     usage: dict[str, dict] = {}
     own = writer is None and bool(todo)
     if own:

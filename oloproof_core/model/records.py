@@ -114,10 +114,14 @@ class Judgment:
 
     @classmethod
     def passed(cls, reason: str | None = None, **detail: JSON) -> Judgment:
+        if reason is None and not detail and cls is Judgment:  # a value like any other: one for every case
+            return _PASSED
         return cls(status="pass", value=1.0, reason=reason, detail=detail)
 
     @classmethod
     def failed(cls, reason: str | None = None, **detail: JSON) -> Judgment:
+        if reason is None and not detail and cls is Judgment:
+            return _FAILED
         return cls(status="fail", value=0.0, reason=reason, detail=detail)
 
     @classmethod
@@ -154,6 +158,9 @@ class Judgment:
     def from_data(cls, data: Mapping) -> Judgment:
         return cls(status=data["status"], value=data.get("value"), reason=data.get("reason"),
                    detail=data.get("detail", {}))
+
+
+_PASSED, _FAILED = Judgment(status="pass", value=1.0), Judgment(status="fail", value=0.0)
 
 
 def tally(judgments: Sequence[Judgment]) -> tuple[Sequence[float], int, int]:
