@@ -58,7 +58,7 @@ def judged_view(execution: Execution, kinds: frozenset[str] | None) -> Execution
     reads (``kinds``), only those artifact types, the ones :func:`pair_key` keeps, so no judgment
     rests on an artifact its cache key left out (an evaluator that reads a type it did not declare
     finds it absent, never a stale judgment); otherwise the whole execution."""
-    if kinds is None or all(kind in kinds for kind in execution.artifacts):
+    if kinds is None or not execution.artifacts or all(kind in kinds for kind in execution.artifacts):
         return execution
     return attrs.evolve(execution, artifacts={k: v for k, v in execution.artifacts.items() if k in kinds})
 

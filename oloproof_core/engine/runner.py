@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 from attrs import field, frozen
@@ -35,14 +35,15 @@ from oloproof_core.storage.cache_writer import CacheWriter
 
 BATCH = 2000  # cases executed, judged and stored together; a run holds no more than this many at once
 
-@frozen(kw_only=True)
-class CaseResult:
+class CaseResult(NamedTuple):
+    """One finished case of a run, as the tally and the record read it (a tuple: made once a case)."""
+
     case: Case
     execution: Execution | None  # None: the run was interrupted before this case finished
     judgments: dict  # criterion -> Judgment
-    slices: dict = field(factory=dict)  # slice name -> group (None: not in any group)
-    trials: list = field(factory=list)  # (execution, judgments, case) of every trial, with `trials:` above 1
-    cluster: str | None = None  # the case's cluster, with `cluster:`
+    slices: dict  # slice name -> group (None: not in any group)
+    trials: list  # (execution, judgments, case) of every trial, with `trials:` above 1
+    cluster: str | None  # the case's cluster, with `cluster:`
 
 
 @frozen(kw_only=True)

@@ -56,8 +56,9 @@ def storable(value: Any, path: str = "$") -> tuple[Any, list[str]]:
         return text, [path] if escaped else []
     try:  # the common case: one pass in C, nothing rebuilt
         text = _CHECK(value)
-        text.encode("utf-8")
-        if text.count("[") + text.count("{") <= MAX_NESTING and _plain_keys(value):
+        if not text.isascii():
+            text.encode("utf-8")  # a lone surrogate: UnicodeEncodeError
+        if (len(text) <= MAX_NESTING or text.count("[") + text.count("{") <= MAX_NESTING) and _plain_keys(value):
             return value, []
     except (TypeError, ValueError, RecursionError, UnicodeEncodeError):
         pass
