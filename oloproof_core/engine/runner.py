@@ -264,7 +264,7 @@ def run_suite(suite: Suite, plugins: Plugins, store: Any, use_cache: bool = True
         """A batch of finished cases: counted, stored, and told to the plugins that listen."""
         results = [CaseResult(case=c, execution=e, judgments=j, trials=t, cluster=cluster_of(c, design.cluster),
                               slices={s.name: slice_key(s, c, e, j, suite.relevance_judge) if e is not None else None
-                                      for s in suite.slices})
+                                      for s in suite.slices} if suite.slices else {})
                    for c, e, j, t in part]
         for r in results:
             tally.add(r)

@@ -71,7 +71,8 @@ class Execution:
     traceback: tuple[Mapping[str, JSON], ...] = ()
 
     def to_data(self) -> dict:
-        data: dict = {"output": self.output, "artifacts": {k: list(v) for k, v in self.artifacts.items()}}
+        data: dict = {"output": self.output,
+                      "artifacts": {k: list(v) for k, v in self.artifacts.items()} if self.artifacts else {}}
         if self.missing is not None:
             data["missing"] = self.missing
         if self.traceback:
