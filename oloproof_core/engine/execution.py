@@ -93,9 +93,9 @@ class Executions:
         keys = [execution_key(self.identity, case) for case in cases]
         cached = self.store.cache_get_many("execution", keys) if self.reuse else {}
         executions: list[Execution | None] = [None] * len(cases)
-        misses = []
+        misses = [] if cached else list(range(len(keys)))  # nothing cached: every case a miss
         reused: dict[str, int] = {}
-        for i, key in enumerate(keys):
+        for i, key in enumerate(keys if cached else ()):
             if key in cached:
                 executions[i] = Execution.from_data(cached[key])
                 origin = cached[key].get("run") or "an earlier run"
