@@ -545,13 +545,16 @@ def conversations(tmp_path_factory):
 def test_a_conversation_reads_as_a_transcript_from_the_run_page(browser, conversations, tmp_path):
     from chat_project import HOSTILE
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     viewer = Viewer(conversations["dir"])
     try:
         run = visit(browser, f"{viewer.url}/runs/{conversations['run_id']}")
         field = run.find_element(By.NAME, "conversation")  # the run page's filter to one conversation
         field.send_keys("refund-annual")
-        field.submit()
+        before = browser.current_url
+        field.submit()  # as a click, it does not wait for the navigation it starts (follow)
+        WebDriverWait(browser, 60).until(lambda d: d.current_url != before)
         narrowed = visit(browser, browser.current_url)
         assert [r[0] for r in cells(narrowed, "cases")] == ["refund-annual#1", "refund-annual#2", "refund-annual#3"]
         case = follow(browser, narrowed.find_element(By.LINK_TEXT, "refund-annual#2"), "conversation")

@@ -339,7 +339,7 @@ def test_flipped_bytes_in_a_case_record_are_detected(project):
     checkpoint(project)
     db = project.root / ".oloproof" / "store.db"
     data = db.read_bytes()
-    at = data.index(b'"expected": {"answer": "answer 7"}') + len(b'"expected": {')  # in the case record, not a cache value
+    at = data.index(b'"expected":{"answer":"answer 7"}') + len(b'"expected":{')  # in the case record, not a cache value
     db.write_bytes(data[:at + 1] + b"X" + data[at + 2:])
     one_line(project.run("inspect", run_id), f"run {run_id} is damaged: its case records do not match")
     assert project.run("store", "check").code == 2
