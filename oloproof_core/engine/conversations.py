@@ -36,14 +36,13 @@ def execute_waves(run: Any, items: Sequence[Case]) -> tuple[list[Case], list[Exe
     with their history filled, their executions and whether Ctrl-C stopped it. A turn whose
     earlier turn has no output is not executed: missing, ``earlier_turn_missing: CONV#J``."""
     cases = list(items)
+    done: list[Execution | None] = [None] * len(cases)
     waves: dict[int, list[int]] = {}
-    if any("conversation" in case.metadata for case in cases):  # else no turn (turns.is_turn) to read
-        for i, case in enumerate(cases):
-            waves.setdefault(turn_of(case), []).append(i)
-    if not waves or set(waves) == {1}:  # nothing waits for an earlier turn: one call, as a run without conversations
+    for i, case in enumerate(cases):
+        waves.setdefault(turn_of(case), []).append(i)
+    if set(waves) == {1}:  # nothing waits for an earlier turn: one call, as a run without conversations
         done, interrupted = run(cases)
         return cases, done, interrupted
-    done: list[Execution | None] = [None] * len(cases)
     history: dict[tuple[str, int], list[dict]] = {}  # (conversation, trial) -> the turns so far
     broken: dict[tuple[str, int], str] = {}  # (conversation, trial) -> the first turn without output
     for k in sorted(waves):

@@ -9,10 +9,9 @@ finished case. Only this process writes the store.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from hashlib import sha256
 from typing import Any
 
-from oloproof_core.model.identity import canonical, combine, digest
+from oloproof_core.model.identity import combine, digest
 from oloproof_core.model.records import Case, Execution
 from oloproof_core.hooks.manager import Plugins
 from oloproof_core.engine.suite import Suite
@@ -50,8 +49,6 @@ def execution_key(identity: str, case: Case) -> str:
     the trial when it is not the first (so a run without trials keeps its keys, and each trial is
     cached apart); a conversation's later turn adds the history it was given (a changed earlier
     turn, or output, misses every later turn)."""
-    if not case.trial and not case.history:  # combine(identity, digest(case.input)), in one expression
-        return sha256(f"{identity}:{sha256(canonical(case.input).encode()).hexdigest()}".encode()).hexdigest()
     parts = [digest(case.input)]
     if case.trial:
         parts.append(digest({"trial": case.trial}))
@@ -93,9 +90,9 @@ class Executions:
         keys = [execution_key(self.identity, case) for case in cases]
         cached = self.store.cache_get_many("execution", keys) if self.reuse else {}
         executions: list[Execution | None] = [None] * len(cases)
-        misses = [] if cached else list(range(len(keys)))  # nothing cached: every case a miss
+        misses = []
         reused: dict[str, int] = {}
-        for i, key in enumerate(keys if cached else ()):
+        for i, key in enumerate(keys):
             if key in cached:
                 executions[i] = Execution.from_data(cached[key])
                 origin = cached[key].get("run") or "an earlier run"

@@ -383,9 +383,7 @@ def select(value: Any, path: str | None) -> Any:
 def acceptable_texts(case: Any, expected_field: str, evaluator: str) -> list[str] | None:
     """The case's acceptable answers for a text evaluator: ``expected.<field>`` as a list of strings
     (a string is a list of one), None when absent; anything else is a ConfigError at the case's line."""
-    expected = case.expected
-    one_key = type(expected) is dict and expected_field and "." not in expected_field  # select's quick path
-    want = expected.get(expected_field) if one_key else select(expected, expected_field)
+    want = select(case.expected, expected_field)
     if want is None:
         return None
     if isinstance(want, str):

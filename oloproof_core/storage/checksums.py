@@ -25,11 +25,8 @@ QUARANTINED = "quarantined:"  # the prefix `store repair` gives a damaged run's 
 def checksum(*parts: str, key: bytes | None = None) -> str:
     """sha256 hex of the parts, each ended by a NUL byte (so no two splits of a text collide);
     with the store ``key``, ``hmac:`` and the HMAC-SHA256 hex of the same bytes."""
-    if len(parts) == 3:  # a case row's and a cache value's: the text in one step
-        text = f"{parts[0]}\0{parts[1]}\0{parts[2]}\0"
-    else:
-        text = "\0".join(parts) + "\0" if parts else ""
-    data = text.encode("utf-8", "surrogatepass")  # one encode and one update: the same bytes
+    text = "\0".join(parts) + "\0" if parts else ""  # one encode and one update: the same bytes
+    data = text.encode("utf-8", "surrogatepass")
     if key is not None:
         return KEYED + hmac.new(key, data, hashlib.sha256).hexdigest()
     return hashlib.sha256(data).hexdigest()
